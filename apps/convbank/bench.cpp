@@ -1,0 +1,4 @@
+#include "commands.hpp"
+namespace convbank::app {
+void add_bench(CLI::App&, std::vector<std::pair<CLI::App*, Runner>>&) {}
+}

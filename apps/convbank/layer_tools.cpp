@@ -1,0 +1,4 @@
+#include "commands.hpp"
+namespace convbank::app {
+void add_layer_tools(CLI::App&, std::vector<std::pair<CLI::App*, Runner>>&) {}
+}

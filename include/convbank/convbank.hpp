@@ -1,0 +1,8 @@
+// Umbrella header: the whole public API.
+#pragma once
+
+#include "convbank/conv.hpp"
+#include "convbank/error.hpp"
+#include "convbank/runtime.hpp"
+#include "convbank/tensor.hpp"
+#include "convbank/io/npy.hpp"

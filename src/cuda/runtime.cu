@@ -1,0 +1,75 @@
+// CUDA backend: device memory, copies and device discovery. The convolution kernels arrive
+// with the CUDA issue; until then conv1d/conv_transpose1d on cuda report that clearly.
+#include <cuda_runtime.h>
+
+#include <string>
+
+#include "convbank/error.hpp"
+#include "core/backend.hpp"
+
+namespace convbank::detail::cuda {
+
+namespace {
+
+void check(cudaError_t status, const std::string& what) {
+  if (status != cudaSuccess) {
+    throw Error("CUDA: " + what + " failed: " + cudaGetErrorName(status) + " (" +
+                cudaGetErrorString(status) + ")");
+  }
+}
+
+cudaMemcpyKind to_cuda(CopyKind kind) {
+  switch (kind) {
+    case CopyKind::kHostToDevice:
+      return cudaMemcpyHostToDevice;
+    case CopyKind::kDeviceToHost:
+      return cudaMemcpyDeviceToHost;
+    case CopyKind::kDeviceToDevice:
+      return cudaMemcpyDeviceToDevice;
+  }
+  return cudaMemcpyDefault;
+}
+
+}  // namespace
+
+bool built() { return true; }
+
+bool available() {
+  int count = 0;
+  const cudaError_t status = cudaGetDeviceCount(&count);
+  if (status != cudaSuccess) {
+    cudaGetLastError();  // clear the sticky "no device" error so later checks start clean
+    return false;
+  }
+  return count > 0;
+}
+
+void* allocate(std::size_t bytes) {
+  void* p = nullptr;
+  check(cudaMalloc(&p, bytes), "cudaMalloc of " + std::to_string(bytes) + " bytes");
+  return p;
+}
+
+void deallocate(void* ptr) noexcept { cudaFree(ptr); }
+
+void copy_2d(void* dst, std::size_t dst_pitch, const void* src, std::size_t src_pitch,
+             std::size_t row_bytes, std::size_t rows, CopyKind kind) {
+  check(cudaMemcpy2D(dst, dst_pitch, src, src_pitch, row_bytes, rows, to_cuda(kind)),
+        "cudaMemcpy2D of " + std::to_string(rows) + " rows of " + std::to_string(row_bytes) +
+            " bytes");
+}
+
+void conv1d(const Conv1dParams&, TensorView<const float>, const float*, const float*,
+            TensorView<float>) {
+  throw Error("Conv1d on cuda: the CUDA convolution kernels are not part of this version yet");
+}
+
+void conv_transpose1d(const ConvTranspose1dParams&, TensorView<const float>, const float*,
+                      const float*, TensorView<float>) {
+  throw Error(
+      "ConvTranspose1d on cuda: the CUDA convolution kernels are not part of this version yet");
+}
+
+const char* description() { return "CUDA runtime " CONVBANK_CUDA_VERSION_STRING; }
+
+}  // namespace convbank::detail::cuda

@@ -1,0 +1,35 @@
+// Stand-in for the CUDA backend in builds without it (CONVBANK_ENABLE_CUDA=OFF, or AUTO with
+// no nvcc). Asking for CUDA is then a run-time error, never an #ifdef in user code.
+#include <string>
+
+#include "convbank/error.hpp"
+#include "core/backend.hpp"
+
+namespace convbank::detail::cuda {
+
+namespace {
+[[noreturn]] void unavailable(const char* what) {
+  throw Error(std::string(what) +
+              ": this convbank was built without CUDA (configure with "
+              "-DCONVBANK_ENABLE_CUDA=ON and a CUDA toolkit to use --device cuda)");
+}
+}  // namespace
+
+bool built() { return false; }
+bool available() { return false; }
+void* allocate(std::size_t) { unavailable("Tensor on cuda"); }
+void deallocate(void*) noexcept {}
+void copy_2d(void*, std::size_t, const void*, std::size_t, std::size_t, std::size_t, CopyKind) {
+  unavailable("copy to or from cuda");
+}
+void conv1d(const Conv1dParams&, TensorView<const float>, const float*, const float*,
+            TensorView<float>) {
+  unavailable("Conv1d on cuda");
+}
+void conv_transpose1d(const ConvTranspose1dParams&, TensorView<const float>, const float*,
+                      const float*, TensorView<float>) {
+  unavailable("ConvTranspose1d on cuda");
+}
+const char* description() { return "not built"; }
+
+}  // namespace convbank::detail::cuda

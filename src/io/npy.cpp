@@ -1,0 +1,2 @@
+// placeholder: written by the io/app work
+#include "convbank/io/npy.hpp"
