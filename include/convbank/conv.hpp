@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -100,10 +101,15 @@ class Conv1d {
   // the input's device with the input's rank.
   Tensor forward(const Tensor& input) const;
   // Writes into a caller-allocated output of exactly output_shape(input.shape()). Input and
-  // output must not overlap and must live on the same device.
-  void forward(TensorView<const float> input, TensorView<float> output) const;
+  // output must not overlap and must live on the same device. For CUDA tensors the work is
+  // queued on `cuda_stream` (a cudaStream_t; nullptr = the default stream) and this call
+  // returns without waiting for it; the Tensor overload above waits for its own work.
+  void forward(TensorView<const float> input, TensorView<float> output,
+               void* cuda_stream = nullptr) const;
 
  private:
+  struct DeviceCopy;  // the weights mirrored on the GPU by the first CUDA forward()
+  std::shared_ptr<DeviceCopy> device_copy_;
   Conv1dOptions options_;
   std::int64_t pad_left_ = 0;
   std::int64_t pad_right_ = 0;
@@ -130,9 +136,12 @@ class ConvTranspose1d {
   Shape output_shape(const Shape& input) const;
 
   Tensor forward(const Tensor& input) const;
-  void forward(TensorView<const float> input, TensorView<float> output) const;
+  void forward(TensorView<const float> input, TensorView<float> output,
+               void* cuda_stream = nullptr) const;
 
  private:
+  struct DeviceCopy;
+  std::shared_ptr<DeviceCopy> device_copy_;
   ConvTranspose1dOptions options_;
   Tensor weight_;
   Tensor bias_;

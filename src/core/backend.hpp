@@ -62,10 +62,14 @@ enum class CopyKind { kHostToDevice, kDeviceToHost, kDeviceToDevice };
 // Copies `rows` rows of `row_bytes` bytes between pitched buffers (pitches in bytes).
 void copy_2d(void* dst, std::size_t dst_pitch, const void* src, std::size_t src_pitch,
              std::size_t row_bytes, std::size_t rows, CopyKind kind);
+// `weight` and `bias` are device pointers; work is queued on `stream` (a cudaStream_t).
 void conv1d(const Conv1dParams& p, TensorView<const float> input, const float* weight,
-            const float* bias, TensorView<float> output);
+            const float* bias, TensorView<float> output, void* stream);
 void conv_transpose1d(const ConvTranspose1dParams& p, TensorView<const float> input,
-                      const float* weight, const float* bias, TensorView<float> output);
+                      const float* weight, const float* bias, TensorView<float> output,
+                      void* stream);
+// Waits for the work queued on `stream` (not the whole device).
+void synchronize(void* stream);
 const char* description();
 }  // namespace cuda
 

@@ -2,6 +2,7 @@
 // lengths, and dispatch to the backend that owns the tensors' memory.
 #include "convbank/conv.hpp"
 
+#include <mutex>
 #include <string>
 
 #include "convbank/error.hpp"
@@ -79,6 +80,24 @@ Tensor make_output(const Tensor& input, const Shape& shape) {
 
 }  // namespace
 
+// Weights are set on the host; the first CUDA forward() mirrors them on the device. call_once
+// keeps a layer shared by several threads uploading exactly once; set_weight/set_bias start a
+// fresh copy so a stale mirror is never used.
+struct DeviceWeights {
+  std::once_flag once;
+  Tensor weight;
+  Tensor bias;
+
+  void upload(const Tensor& host_weight, const Tensor& host_bias) {
+    std::call_once(once, [&] {
+      weight = host_weight.to(Device::kCuda);
+      if (!host_bias.empty()) bias = host_bias.to(Device::kCuda);
+    });
+  }
+};
+struct Conv1d::DeviceCopy : DeviceWeights {};
+struct ConvTranspose1d::DeviceCopy : DeviceWeights {};
+
 std::string to_string(PaddingMode mode) {
   switch (mode) {
     case PaddingMode::kZeros:
@@ -137,7 +156,8 @@ std::string Padding::to_string() const {
 // ---------------------------------------------------------------------------------------------
 // Conv1d
 
-Conv1d::Conv1d(const Conv1dOptions& options) : options_(options) {
+Conv1d::Conv1d(const Conv1dOptions& options)
+    : device_copy_(std::make_shared<DeviceCopy>()), options_(options) {
   const char* L = "Conv1d";
   check_groups(L, options.in_channels, options.out_channels, options.groups);
   require_at_least(L, "kernel_size", options.kernel_size, 1);
@@ -168,6 +188,7 @@ Conv1d::Conv1d(const Conv1dOptions& options) : options_(options) {
 }
 
 void Conv1d::set_weight(TensorView<const float> weight) {
+  device_copy_ = std::make_shared<DeviceCopy>();
   const Shape expected{options_.out_channels, options_.in_channels / options_.groups,
                        options_.kernel_size};
   weight_ = load_parameter(
@@ -177,6 +198,7 @@ void Conv1d::set_weight(TensorView<const float> weight) {
 }
 
 void Conv1d::set_bias(TensorView<const float> bias) {
+  device_copy_ = std::make_shared<DeviceCopy>();
   if (!options_.bias) fail("Conv1d", "set_bias called on a layer built with bias = false");
   bias_ = load_parameter("Conv1d", "bias", bias, Shape{1, 1, options_.out_channels},
                          "(" + str(options_.out_channels) + ") = (out_channels)");
@@ -224,10 +246,12 @@ Shape Conv1d::output_shape(const Shape& input) const {
 Tensor Conv1d::forward(const Tensor& input) const {
   Tensor out = make_output(input, output_shape(input.shape()));
   forward(input.view(), out.view());
+  if (out.device() == Device::kCuda) detail::cuda::synchronize(nullptr);
   return out;
 }
 
-void Conv1d::forward(TensorView<const float> input, TensorView<float> output) const {
+void Conv1d::forward(TensorView<const float> input, TensorView<float> output,
+                     void* cuda_stream) const {
   const Shape out_shape = output_shape(input.shape());
   check_io("Conv1d", input, output, out_shape);
   if (out_shape.numel() == 0) return;
@@ -248,14 +272,17 @@ void Conv1d::forward(TensorView<const float> input, TensorView<float> output) co
   if (input.device() == Device::kCpu) {
     detail::cpu::conv1d(p, input, weight_.data(), bias, output);
   } else {
-    detail::cuda::conv1d(p, input, weight_.data(), bias, output);
+    device_copy_->upload(weight_, bias_);
+    detail::cuda::conv1d(p, input, device_copy_->weight.data(),
+                         options_.bias ? device_copy_->bias.data() : nullptr, output, cuda_stream);
   }
 }
 
 // ---------------------------------------------------------------------------------------------
 // ConvTranspose1d
 
-ConvTranspose1d::ConvTranspose1d(const ConvTranspose1dOptions& options) : options_(options) {
+ConvTranspose1d::ConvTranspose1d(const ConvTranspose1dOptions& options)
+    : device_copy_(std::make_shared<DeviceCopy>()), options_(options) {
   const char* L = "ConvTranspose1d";
   check_groups(L, options.in_channels, options.out_channels, options.groups);
   require_at_least(L, "kernel_size", options.kernel_size, 1);
@@ -274,6 +301,7 @@ ConvTranspose1d::ConvTranspose1d(const ConvTranspose1dOptions& options) : option
 }
 
 void ConvTranspose1d::set_weight(TensorView<const float> weight) {
+  device_copy_ = std::make_shared<DeviceCopy>();
   const Shape expected{options_.in_channels, options_.out_channels / options_.groups,
                        options_.kernel_size};
   weight_ = load_parameter(
@@ -283,6 +311,7 @@ void ConvTranspose1d::set_weight(TensorView<const float> weight) {
 }
 
 void ConvTranspose1d::set_bias(TensorView<const float> bias) {
+  device_copy_ = std::make_shared<DeviceCopy>();
   if (!options_.bias) {
     fail("ConvTranspose1d", "set_bias called on a layer built with bias = false");
   }
@@ -318,10 +347,12 @@ Shape ConvTranspose1d::output_shape(const Shape& input) const {
 Tensor ConvTranspose1d::forward(const Tensor& input) const {
   Tensor out = make_output(input, output_shape(input.shape()));
   forward(input.view(), out.view());
+  if (out.device() == Device::kCuda) detail::cuda::synchronize(nullptr);
   return out;
 }
 
-void ConvTranspose1d::forward(TensorView<const float> input, TensorView<float> output) const {
+void ConvTranspose1d::forward(TensorView<const float> input, TensorView<float> output,
+                              void* cuda_stream) const {
   const Shape out_shape = output_shape(input.shape());
   check_io("ConvTranspose1d", input, output, out_shape);
   if (out_shape.numel() == 0) return;
@@ -341,7 +372,10 @@ void ConvTranspose1d::forward(TensorView<const float> input, TensorView<float> o
   if (input.device() == Device::kCpu) {
     detail::cpu::conv_transpose1d(p, input, weight_.data(), bias, output);
   } else {
-    detail::cuda::conv_transpose1d(p, input, weight_.data(), bias, output);
+    device_copy_->upload(weight_, bias_);
+    detail::cuda::conv_transpose1d(p, input, device_copy_->weight.data(),
+                                   options_.bias ? device_copy_->bias.data() : nullptr, output,
+                                   cuda_stream);
   }
 }
 

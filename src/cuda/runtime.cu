@@ -60,14 +60,18 @@ void copy_2d(void* dst, std::size_t dst_pitch, const void* src, std::size_t src_
 }
 
 void conv1d(const Conv1dParams&, TensorView<const float>, const float*, const float*,
-            TensorView<float>) {
+            TensorView<float>, void*) {
   throw Error("Conv1d on cuda: the CUDA convolution kernels are not part of this version yet");
 }
 
 void conv_transpose1d(const ConvTranspose1dParams&, TensorView<const float>, const float*,
-                      const float*, TensorView<float>) {
+                      const float*, TensorView<float>, void*) {
   throw Error(
       "ConvTranspose1d on cuda: the CUDA convolution kernels are not part of this version yet");
+}
+
+void synchronize(void* stream) {
+  check(cudaStreamSynchronize(static_cast<cudaStream_t>(stream)), "cudaStreamSynchronize");
 }
 
 const char* description() { return "CUDA runtime " CONVBANK_CUDA_VERSION_STRING; }

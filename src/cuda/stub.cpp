@@ -23,13 +23,14 @@ void copy_2d(void*, std::size_t, const void*, std::size_t, std::size_t, std::siz
   unavailable("copy to or from cuda");
 }
 void conv1d(const Conv1dParams&, TensorView<const float>, const float*, const float*,
-            TensorView<float>) {
+            TensorView<float>, void*) {
   unavailable("Conv1d on cuda");
 }
 void conv_transpose1d(const ConvTranspose1dParams&, TensorView<const float>, const float*,
-                      const float*, TensorView<float>) {
+                      const float*, TensorView<float>, void*) {
   unavailable("ConvTranspose1d on cuda");
 }
+void synchronize(void*) { unavailable("synchronize cuda"); }
 const char* description() { return "not built"; }
 
 }  // namespace convbank::detail::cuda
