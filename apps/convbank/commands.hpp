@@ -14,4 +14,7 @@ void add_layer_tools(CLI::App& app, std::vector<std::pair<CLI::App*, Runner>>& c
 // bench: time the workloads of shared/workloads.md on this machine.
 void add_bench(CLI::App& app, std::vector<std::pair<CLI::App*, Runner>>& commands);
 
+// compare: max difference and relative L2 between two .npy tensors.
+void add_compare(CLI::App& app, std::vector<std::pair<CLI::App*, Runner>>& commands);
+
 }  // namespace convbank::app

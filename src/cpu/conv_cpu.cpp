@@ -170,6 +170,165 @@ void conv1d_gemm(const Conv1dParams& p, TensorView<const float> x, std::int64_t 
   });
 }
 
+// Winograd F(4, 3) for K = 3, stride 1, dilation 1 (the long-buffer layers): four outputs
+// from a six-sample input tile take six multiplies per (out, in) channel pair instead of
+// twelve, so the GEMM work halves. The transforms use the points 0, +-1, +-2 and infinity
+// (Lavin & Gray); their fp32 rounding error is about three times that of direct summation,
+// still far below the 1e-6 accuracy bar (tests/test_conv_grid.cpp checks it).
+constexpr int kWinoTile = 4;      // outputs per tile
+constexpr int kWinoPoints = 6;    // transformed values per tile
+constexpr double kWinoG[kWinoPoints][3] = {{1.0 / 4, 0, 0},
+                                           {-1.0 / 6, -1.0 / 6, -1.0 / 6},
+                                           {-1.0 / 6, 1.0 / 6, -1.0 / 6},
+                                           {1.0 / 24, 1.0 / 12, 1.0 / 6},
+                                           {1.0 / 24, -1.0 / 12, 1.0 / 6},
+                                           {0, 0, 1}};
+
+// V[point][j] = B^T d for the tiles d = (p0, p1, p2, p3)[j] followed by (p0, p1)[j + 1]: the
+// input row split into its four phases, so every access is unit-stride and the loop vectorizes.
+void winograd_input_transform(const float* __restrict p0, const float* __restrict p1,
+                              const float* __restrict p2, const float* __restrict p3,
+                              std::int64_t nt, float* __restrict v0, float* __restrict v1,
+                              float* __restrict v2, float* __restrict v3, float* __restrict v4,
+                              float* __restrict v5) {
+  for (std::int64_t j = 0; j < nt; ++j) {
+    const float d0 = p0[j], d1 = p1[j], d2 = p2[j], d3 = p3[j], d4 = p0[j + 1], d5 = p1[j + 1];
+    v0[j] = 4 * d0 - 5 * d2 + d4;
+    v1[j] = -4 * (d1 + d2) + d3 + d4;
+    v2[j] = 4 * (d1 - d2) - d3 + d4;
+    v3[j] = 2 * (d3 - d1) + d4 - d2;
+    v4[j] = 2 * (d1 - d3) + d4 - d2;
+    v5[j] = 4 * d1 - 5 * d3 + d5;
+  }
+}
+
+void winograd_input_tile(const float* __restrict seg, std::int64_t nt, float* __restrict v,
+                         std::int64_t stride_v, float* __restrict ph) {
+  const std::int64_t n = nt + 1;
+  for (std::int64_t j = 0; j < n; ++j) {
+    ph[j] = seg[4 * j];
+    ph[n + j] = seg[4 * j + 1];
+    ph[2 * n + j] = seg[4 * j + 2];
+    ph[3 * n + j] = seg[4 * j + 3];
+  }
+  winograd_input_transform(ph, ph + n, ph + 2 * n, ph + 3 * n, nt, v, v + stride_v,
+                           v + 2 * stride_v, v + 3 * stride_v, v + 4 * stride_v,
+                           v + 5 * stride_v);
+}
+
+// out[i * tiles + j] = bias + (A^T M)[i] for tile j: the four output phases, unit-stride.
+void winograd_output_tile(const float* __restrict m, std::int64_t stride_m, std::int64_t nt,
+                          float bias, float* __restrict out, std::int64_t stride_out) {
+  const float* __restrict m0 = m;
+  const float* __restrict m1 = m + stride_m;
+  const float* __restrict m2 = m + 2 * stride_m;
+  const float* __restrict m3 = m + 3 * stride_m;
+  const float* __restrict m4 = m + 4 * stride_m;
+  const float* __restrict m5 = m + 5 * stride_m;
+  float* __restrict o0 = out;
+  float* __restrict o1 = out + stride_out;
+  float* __restrict o2 = out + 2 * stride_out;
+  float* __restrict o3 = out + 3 * stride_out;
+  for (std::int64_t j = 0; j < nt; ++j) {
+    const float a0 = m0[j], a1 = m1[j], a2 = m2[j], a3 = m3[j], a4 = m4[j], a5 = m5[j];
+    o0[j] = bias + (a0 + a1 + a2 + a3 + a4);
+    o1[j] = bias + (a1 - a2 + 2 * (a3 - a4));
+    o2[j] = bias + (a1 + a2 + 4 * (a3 + a4));
+    o3[j] = bias + (a1 - a2 + 8 * (a3 - a4) + a5);
+  }
+}
+
+// y[4j + i] = phase i of tile j, for the first n frames.
+void interleave4(const float* __restrict phases, std::int64_t stride, std::int64_t n,
+                 float* __restrict y) {
+  const float* __restrict q0 = phases;
+  const float* __restrict q1 = phases + stride;
+  const float* __restrict q2 = phases + 2 * stride;
+  const float* __restrict q3 = phases + 3 * stride;
+  const std::int64_t full = n / 4;
+  for (std::int64_t j = 0; j < full; ++j) {
+    y[4 * j] = q0[j];
+    y[4 * j + 1] = q1[j];
+    y[4 * j + 2] = q2[j];
+    y[4 * j + 3] = q3[j];
+  }
+  for (std::int64_t t = full * 4; t < n; ++t) y[t] = phases[(t & 3) * stride + (t >> 2)];
+}
+
+bool use_winograd(const Conv1dParams& p) {
+  return p.kernel_size == 3 && p.stride == 1 && p.dilation == 1 &&
+         p.in_channels / p.groups >= 16 && p.out_channels / p.groups >= 16 && p.out_frames >= 64;
+}
+
+void conv1d_winograd(const Conv1dParams& p, TensorView<const float> x, std::int64_t pad_left,
+                     const float* weight, const float* bias, TensorView<float> out) {
+  const std::int64_t cg = p.in_channels / p.groups;
+  const std::int64_t og = p.out_channels / p.groups;
+  // Transformed weights U[group][point] (og x cg), computed once per call in double.
+  std::vector<float> u(static_cast<std::size_t>(p.groups * kWinoPoints * og * cg));
+  for (std::int64_t g = 0; g < p.groups; ++g) {
+    for (int xi = 0; xi < kWinoPoints; ++xi) {
+      float* dst = u.data() + (g * kWinoPoints + xi) * og * cg;
+      for (std::int64_t o = 0; o < og; ++o) {
+        for (std::int64_t c = 0; c < cg; ++c) {
+          const float* w = weight + ((g * og + o) * cg + c) * 3;
+          dst[o * cg + c] = static_cast<float>(kWinoG[xi][0] * w[0] + kWinoG[xi][1] * w[1] +
+                                               kWinoG[xi][2] * w[2]);
+        }
+      }
+    }
+  }
+  // Tiles per task: keep V (6 x cg x tiles) and M (6 x og x tiles) within about 512 KiB, so
+  // the transforms run from L2 (1 MiB spilled to L3 and doubled their cost).
+  std::int64_t tiles = std::clamp<std::int64_t>(kColumnFloats / 2 / (kWinoPoints * (cg + og)), 16, 1024);
+  tiles = tiles / 16 * 16;
+  tiles = std::min(tiles, ceil_div(p.out_frames, kWinoTile));
+  const std::int64_t block = tiles * kWinoTile;
+  const std::int64_t blocks = ceil_div(p.out_frames, block);
+  const std::int64_t tasks = p.batch * p.groups * blocks;
+  const int threads = threads_for(tasks);
+  const std::int64_t seg_len = block + kWinoTile;
+  std::vector<std::vector<float>> scratch(threads);
+  for (auto& s : scratch) {
+    s.resize(static_cast<std::size_t>(kWinoPoints * (cg + og) * tiles + seg_len +
+                                      kWinoTile * (tiles + 1)));
+  }
+
+  parallel_for(tasks, [&](std::int64_t task, int thread) {
+    const std::int64_t b = task / (p.groups * blocks);
+    const std::int64_t g = (task / blocks) % p.groups;
+    const std::int64_t t0 = (task % blocks) * block;
+    const std::int64_t tn = std::min(block, p.out_frames - t0);
+    const std::int64_t nt = ceil_div(tn, kWinoTile);
+    float* v = scratch[thread].data();                 // [point][c][tile]
+    float* m = v + kWinoPoints * cg * tiles;           // [point][o][tile]
+    float* seg = m + kWinoPoints * og * tiles;         // one input row, zero-extended
+    float* phases = seg + seg_len;                     // 4 x (tiles + 1) de-interleaved values
+    const std::int64_t stride_v = cg * nt;
+    const std::int64_t stride_m = og * nt;
+    for (std::int64_t c = 0; c < cg; ++c) {
+      const float* xr = x.channel(b, g * cg + c);
+      const std::int64_t first = t0 - pad_left;  // input index of seg[0]
+      const std::int64_t len = (nt + 1) * kWinoTile;
+      const Range r = valid_outputs(first, 1, x.frames(), 0, len);
+      std::fill(seg, seg + r.begin, 0.0f);
+      std::memcpy(seg + r.begin, xr + first + r.begin,
+                  static_cast<std::size_t>(r.end - r.begin) * sizeof(float));
+      std::fill(seg + r.end, seg + len, 0.0f);
+      winograd_input_tile(seg, nt, v + c * nt, stride_v, phases);
+    }
+    for (int xi = 0; xi < kWinoPoints; ++xi) {
+      ConstRowMap uw(u.data() + (g * kWinoPoints + xi) * og * cg, og, cg);
+      RowMap(m + xi * stride_m, og, nt).noalias() = uw * ConstRowMap(v + xi * stride_v, cg, nt);
+    }
+    for (std::int64_t o = 0; o < og; ++o) {
+      const float b0 = bias != nullptr ? bias[g * og + o] : 0.0f;
+      winograd_output_tile(m + o * nt, stride_m, nt, b0, phases, tiles);
+      interleave4(phases, tiles, tn, out.channel(b, g * og + o) + t0);
+    }
+  });
+}
+
 void conv_transpose1d_direct(const ConvTranspose1dParams& p, TensorView<const float> x,
                              const float* weight, const float* bias, TensorView<float> out) {
   const std::int64_t cg = p.in_channels / p.groups;
@@ -293,6 +452,8 @@ void conv1d(const Conv1dParams& p, TensorView<const float> input, const float* w
   }
   if (p.in_channels / p.groups <= 2 && p.out_channels / p.groups <= 2) {
     conv1d_direct(p, x, pad_left, weight, bias, output);
+  } else if (use_winograd(p)) {
+    conv1d_winograd(p, x, pad_left, weight, bias, output);
   } else {
     conv1d_gemm(p, x, pad_left, weight, bias, output);
   }

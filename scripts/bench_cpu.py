@@ -1,0 +1,84 @@
+#!/usr/bin/python3
+"""CPU benchmark: convbank's CPU backend and PyTorch on the same shapes, in the same session.
+
+Runs `convbank bench --json` for our times, then times torch.nn.functional.conv1d /
+conv_transpose1d (Debian's python3-torch) on the same shapes, and prints one markdown table
+with both and the ratio. Usage: scripts/bench_cpu.py BUILD_DIR [--batch 1] [--repeat 10]
+"""
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import torch
+
+# name: (transpose, cin, cout, frames, K, stride, padding, dilation, groups) - workloads.md
+WORKLOADS = {
+    "seedA": (False, 64, 128, 131072, 3, 1, 0, 1, 1),
+    "seedB": (True, 128, 128, 65536, 3, 1, 0, 1, 1),
+    "enc_tasnet": (False, 1, 512, 131072, 16, 8, 0, 1, 1),
+    "dec_tasnet": (True, 512, 1, 16383, 16, 8, 0, 1, 1),
+    "enc_stft512": (False, 1, 514, 131072, 512, 128, 0, 1, 1),
+    "dec_stft512": (True, 514, 1, 1021, 512, 128, 0, 1, 1),
+    "tcn_depthwise": (False, 512, 512, 16384, 3, 1, 8, 8, 512),
+    "tcn_pointwise": (False, 512, 128, 16384, 1, 1, 0, 1, 1),
+    "up2x": (True, 64, 32, 65536, 4, 2, 1, 1, 1),
+}
+
+
+def time_torch(spec, batch, repeat):
+    transpose, cin, cout, frames, k, stride, padding, dilation, groups = spec
+    g = torch.Generator().manual_seed(1)
+    x = torch.rand(batch, cin, frames, generator=g) * 2 - 1
+    if transpose:
+        w = torch.rand(cin, cout // groups, k, generator=g) * 2 - 1
+        run = lambda: torch.nn.functional.conv_transpose1d(
+            x, w, None, stride, padding, 0, groups, dilation)
+    else:
+        w = torch.rand(cout, cin // groups, k, generator=g) * 2 - 1
+        run = lambda: torch.nn.functional.conv1d(x, w, None, stride, padding, dilation, groups)
+    with torch.no_grad():
+        run()
+        times = []
+        for _ in range(repeat):
+            t0 = time.perf_counter()
+            run()
+            times.append((time.perf_counter() - t0) * 1e3)
+    return statistics.median(times)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("build_dir")
+    ap.add_argument("--batch", type=int, default=1)
+    ap.add_argument("--repeat", type=int, default=10)
+    ap.add_argument("--workload", nargs="*", default=list(WORKLOADS))
+    args = ap.parse_args()
+
+    app = os.path.join(args.build_dir, "apps", "convbank")
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "ours.json")
+        subprocess.run([app, "bench", "--batch", str(args.batch), "--repeat", str(args.repeat),
+                        "--json", out, "--workload", *args.workload], check=True,
+                       stdout=subprocess.DEVNULL)
+        ours = {r["workload"]: r for r in json.load(open(out))}
+    info = subprocess.run([app, "--version"], capture_output=True, text=True).stdout.strip()
+    print(f"CPU: {platform.processor() or platform.machine()}, {os.cpu_count()} cores; "
+          f"PyTorch {torch.__version__} ({torch.get_num_threads()} threads); {info}")
+    print(f"batch {args.batch}, median of {args.repeat} runs after one warm-up\n")
+    print("| workload | convbank ms | PyTorch ms | PyTorch / convbank | convbank GFLOP/s |")
+    print("|---|---|---|---|---|")
+    for name in args.workload:
+        r = ours[name]
+        t = time_torch(WORKLOADS[name], args.batch, args.repeat)
+        print(f"| {name} | {r['median_ms']:.2f} | {t:.2f} | {t / r['median_ms']:.1f}x | "
+              f"{r['gflop'] / r['median_ms'] * 1e3:.0f} |", flush=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
