@@ -84,17 +84,25 @@ Result time_layer(const Workload& w, std::int64_t batch, int repeat, Layer& laye
 
 Result run_workload(const Workload& w, std::int64_t batch, int repeat) {
   if (w.transpose) {
-    ConvTranspose1d layer({.in_channels = w.in_channels, .out_channels = w.out_channels,
-                           .kernel_size = w.kernel_size, .stride = w.stride,
-                           .padding = w.padding, .groups = w.groups, .dilation = w.dilation});
+    ConvTranspose1d layer({.in_channels = w.in_channels,
+                           .out_channels = w.out_channels,
+                           .kernel_size = w.kernel_size,
+                           .stride = w.stride,
+                           .padding = w.padding,
+                           .groups = w.groups,
+                           .dilation = w.dilation});
     Tensor weight(layer.weight().shape());
     fill_random(weight, 2);
     layer.set_weight(weight);
     return time_layer(w, batch, repeat, layer);
   }
-  Conv1d layer({.in_channels = w.in_channels, .out_channels = w.out_channels,
-                .kernel_size = w.kernel_size, .stride = w.stride, .padding = w.padding,
-                .dilation = w.dilation, .groups = w.groups});
+  Conv1d layer({.in_channels = w.in_channels,
+                .out_channels = w.out_channels,
+                .kernel_size = w.kernel_size,
+                .stride = w.stride,
+                .padding = w.padding,
+                .dilation = w.dilation,
+                .groups = w.groups});
   Tensor weight(layer.weight().shape());
   fill_random(weight, 2);
   layer.set_weight(weight);
@@ -150,8 +158,8 @@ void add_bench(CLI::App& app, std::vector<std::pair<CLI::App*, Runner>>& command
       std::snprintf(line, sizeof line,
                     "  {\"workload\": \"%s\", \"batch\": %lld, \"threads\": %d, \"median_ms\": "
                     "%.6f, \"min_ms\": %.6f, \"gflop\": %.6f}",
-                    r.name.c_str(), static_cast<long long>(opt->batch), num_threads(),
-                    r.median_ms, r.min_ms, r.gflop);
+                    r.name.c_str(), static_cast<long long>(opt->batch), num_threads(), r.median_ms,
+                    r.min_ms, r.gflop);
       json += std::string(json.size() > 2 ? ",\n" : "") + line;
     }
     json += "\n]\n";

@@ -18,7 +18,8 @@ void add_compare(CLI::App& app, std::vector<std::pair<CLI::App*, Runner>>& comma
   };
   auto opt = std::make_shared<Options>();
   CLI::App* sub = app.add_subcommand(
-      "compare", "Compare a .npy tensor with a reference: exit 0 when max|a-b| <= rtol*max|ref| + atol");
+      "compare",
+      "Compare a .npy tensor with a reference: exit 0 when max|a-b| <= rtol*max|ref| + atol");
   sub->add_option("actual", opt->actual, "Tensor to check (.npy)")->required();
   sub->add_option("reference", opt->reference, "Reference tensor (.npy), e.g. PyTorch's output")
       ->required();
@@ -49,8 +50,8 @@ void add_compare(CLI::App& app, std::vector<std::pair<CLI::App*, Runner>>& comma
     }
     const double bound = opt->rtol * max_ref + opt->atol;
     const bool ok = max_diff <= bound;
-    std::printf("%zu elements: max |diff| %.3g, bound %.3g, relative L2 %.3g: %s\n",
-                a.data.size(), max_diff, bound, ref2 > 0 ? std::sqrt(diff2 / ref2) : 0.0,
+    std::printf("%zu elements: max |diff| %.3g, bound %.3g, relative L2 %.3g: %s\n", a.data.size(),
+                max_diff, bound, ref2 > 0 ? std::sqrt(diff2 / ref2) : 0.0,
                 ok ? "match" : "MISMATCH");
     return ok ? 0 : 1;
   });

@@ -4,8 +4,8 @@
 #include <utility>
 #include <vector>
 
-#include "convbank/convbank.hpp"
 #include "commands.hpp"
+#include "convbank/convbank.hpp"
 
 int main(int argc, char** argv) {
   CLI::App app{"convbank: PyTorch-exact Conv1d / ConvTranspose1d filter banks over audio"};

@@ -3,6 +3,6 @@
 
 #include "convbank/conv.hpp"
 #include "convbank/error.hpp"
+#include "convbank/io/npy.hpp"
 #include "convbank/runtime.hpp"
 #include "convbank/tensor.hpp"
-#include "convbank/io/npy.hpp"

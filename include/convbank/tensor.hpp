@@ -112,8 +112,7 @@ class Tensor {
   explicit Tensor(Shape shape, Device device = Device::kCpu);
   static Tensor zeros(Shape shape, Device device = Device::kCpu);
   // A rank-2 (channels, frames) tensor.
-  static Tensor unbatched(std::int64_t channels, std::int64_t frames,
-                          Device device = Device::kCpu);
+  static Tensor unbatched(std::int64_t channels, std::int64_t frames, Device device = Device::kCpu);
 
   Tensor(Tensor&&) noexcept = default;
   Tensor& operator=(Tensor&&) noexcept = default;

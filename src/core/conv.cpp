@@ -12,7 +12,9 @@ namespace convbank {
 
 namespace {
 
-std::string str(std::int64_t v) { return std::to_string(v); }
+std::string str(std::int64_t v) {
+  return std::to_string(v);
+}
 
 [[noreturn]] void fail(const char* layer, const std::string& message) {
   throw Error(std::string(layer) + ": " + message);
@@ -35,17 +37,17 @@ void check_groups(const char* layer, std::int64_t in_channels, std::int64_t out_
                     " and groups " + str(groups));
   }
   if (out_channels % groups != 0) {
-    fail(layer, "out_channels must be divisible by groups, got out_channels " +
-                    str(out_channels) + " and groups " + str(groups));
+    fail(layer, "out_channels must be divisible by groups, got out_channels " + str(out_channels) +
+                    " and groups " + str(groups));
   }
 }
 
 // Copies `src` into a dense host or device tensor of `expected` shape, or throws naming both.
 Tensor load_parameter(const char* layer, const char* name, TensorView<const float> src,
                       const Shape& expected, const std::string& expected_text) {
-  if (src.shape() != expected && !(std::string(name) == "bias" &&
-                                   src.shape().numel() == expected.numel() &&
-                                   src.shape().frames == expected.frames)) {
+  if (src.shape() != expected &&
+      !(std::string(name) == "bias" && src.shape().numel() == expected.numel() &&
+        src.shape().frames == expected.frames)) {
     fail(layer, std::string(name) + " shape mismatch: expected " + expected_text + ", got " +
                     to_string(src.shape()));
   }
@@ -117,8 +119,7 @@ PaddingMode parse_padding_mode(std::string_view text, std::string_view what) {
                         PaddingMode::kCircular}) {
     if (text == to_string(m)) return m;
   }
-  throw Error(std::string(what) +
-              " must be one of zeros, reflect, replicate, circular, but got '" +
+  throw Error(std::string(what) + " must be one of zeros, reflect, replicate, circular, but got '" +
               std::string(text) + "'");
 }
 
@@ -182,8 +183,8 @@ Conv1d::Conv1d(const Conv1dOptions& options)
       break;
     }
   }
-  weight_ = Tensor::zeros(Shape{options.out_channels, options.in_channels / options.groups,
-                                options.kernel_size});
+  weight_ = Tensor::zeros(
+      Shape{options.out_channels, options.in_channels / options.groups, options.kernel_size});
   if (options.bias) bias_ = Tensor::zeros(Shape{1, 1, options.out_channels});
 }
 
@@ -191,10 +192,9 @@ void Conv1d::set_weight(TensorView<const float> weight) {
   device_copy_ = std::make_shared<DeviceCopy>();
   const Shape expected{options_.out_channels, options_.in_channels / options_.groups,
                        options_.kernel_size};
-  weight_ = load_parameter(
-      "Conv1d", "weight", weight, expected,
-      weight_text(expected.batch, expected.channels, expected.frames) +
-          " = (out_channels, in_channels / groups, kernel_size)");
+  weight_ = load_parameter("Conv1d", "weight", weight, expected,
+                           weight_text(expected.batch, expected.channels, expected.frames) +
+                               " = (out_channels, in_channels / groups, kernel_size)");
 }
 
 void Conv1d::set_bias(TensorView<const float> bias) {
@@ -226,19 +226,19 @@ std::int64_t Conv1d::output_frames(std::int64_t input_frames) const {
   const std::int64_t padded = input_frames + pad_left_ + pad_right_;
   const std::int64_t span = options_.dilation * (options_.kernel_size - 1) + 1;
   if (padded < span) {
-    fail(L, "calculated output size is too small: input frames " + str(input_frames) +
-                " + padding " + str(pad_left_) + " + " + str(pad_right_) + " = " + str(padded) +
-                " is shorter than the dilated kernel dilation * (kernel_size - 1) + 1 = " +
-                str(span));
+    fail(L,
+         "calculated output size is too small: input frames " + str(input_frames) + " + padding " +
+             str(pad_left_) + " + " + str(pad_right_) + " = " + str(padded) +
+             " is shorter than the dilated kernel dilation * (kernel_size - 1) + 1 = " + str(span));
   }
   return (padded - span) / options_.stride + 1;
 }
 
 Shape Conv1d::output_shape(const Shape& input) const {
   if (input.channels != options_.in_channels) {
-    fail("Conv1d", "input " + to_string(input) + " has " + str(input.channels) +
-                       " channels but the layer expects in_channels = " +
-                       str(options_.in_channels));
+    fail("Conv1d",
+         "input " + to_string(input) + " has " + str(input.channels) +
+             " channels but the layer expects in_channels = " + str(options_.in_channels));
   }
   return Shape{input.batch, options_.out_channels, output_frames(input.frames)};
 }
@@ -292,11 +292,11 @@ ConvTranspose1d::ConvTranspose1d(const ConvTranspose1dOptions& options)
   require_at_least(L, "output_padding", options.output_padding, 0);
   if (options.output_padding >= options.stride && options.output_padding >= options.dilation) {
     fail(L, "output_padding must be smaller than either stride or dilation, got output_padding " +
-                str(options.output_padding) + ", stride " + str(options.stride) +
-                ", dilation " + str(options.dilation));
+                str(options.output_padding) + ", stride " + str(options.stride) + ", dilation " +
+                str(options.dilation));
   }
-  weight_ = Tensor::zeros(Shape{options.in_channels, options.out_channels / options.groups,
-                                options.kernel_size});
+  weight_ = Tensor::zeros(
+      Shape{options.in_channels, options.out_channels / options.groups, options.kernel_size});
   if (options.bias) bias_ = Tensor::zeros(Shape{1, 1, options.out_channels});
 }
 
@@ -304,10 +304,9 @@ void ConvTranspose1d::set_weight(TensorView<const float> weight) {
   device_copy_ = std::make_shared<DeviceCopy>();
   const Shape expected{options_.in_channels, options_.out_channels / options_.groups,
                        options_.kernel_size};
-  weight_ = load_parameter(
-      "ConvTranspose1d", "weight", weight, expected,
-      weight_text(expected.batch, expected.channels, expected.frames) +
-          " = (in_channels, out_channels / groups, kernel_size)");
+  weight_ = load_parameter("ConvTranspose1d", "weight", weight, expected,
+                           weight_text(expected.batch, expected.channels, expected.frames) +
+                               " = (in_channels, out_channels / groups, kernel_size)");
 }
 
 void ConvTranspose1d::set_bias(TensorView<const float> bias) {
@@ -337,9 +336,9 @@ std::int64_t ConvTranspose1d::output_frames(std::int64_t input_frames) const {
 
 Shape ConvTranspose1d::output_shape(const Shape& input) const {
   if (input.channels != options_.in_channels) {
-    fail("ConvTranspose1d", "input " + to_string(input) + " has " + str(input.channels) +
-                                " channels but the layer expects in_channels = " +
-                                str(options_.in_channels));
+    fail("ConvTranspose1d",
+         "input " + to_string(input) + " has " + str(input.channels) +
+             " channels but the layer expects in_channels = " + str(options_.in_channels));
   }
   return Shape{input.batch, options_.out_channels, output_frames(input.frames)};
 }

@@ -25,7 +25,9 @@ std::size_t checked_bytes(const Shape& shape) {
 
 }  // namespace
 
-std::string to_string(Device device) { return device == Device::kCpu ? "cpu" : "cuda"; }
+std::string to_string(Device device) {
+  return device == Device::kCpu ? "cpu" : "cuda";
+}
 
 std::string to_string(const Shape& shape) {
   return "(" + std::to_string(shape.batch) + ", " + std::to_string(shape.channels) + ", " +
@@ -77,7 +79,9 @@ Tensor Tensor::unbatched(std::int64_t channels, std::int64_t frames, Device devi
   return t;
 }
 
-Tensor Tensor::clone() const { return to(device_); }
+Tensor Tensor::clone() const {
+  return to(device_);
+}
 
 Tensor Tensor::to(Device device) const {
   Tensor out(shape_, device);
@@ -87,7 +91,8 @@ Tensor Tensor::to(Device device) const {
 }
 
 void Tensor::set_rank(int rank) {
-  if (rank != 2 && rank != 3) throw Error("Tensor: rank must be 2 or 3, got " + std::to_string(rank));
+  if (rank != 2 && rank != 3)
+    throw Error("Tensor: rank must be 2 or 3, got " + std::to_string(rank));
   if (rank == 2 && shape_.batch != 1) {
     throw Error("Tensor: a rank-2 (channels, frames) tensor needs batch 1, shape is " +
                 to_string(shape_));

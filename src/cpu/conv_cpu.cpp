@@ -6,6 +6,10 @@
 // skip the GEMM, whose packing would cost more than the few multiply-adds per frame.
 #include <Eigen/Core>
 #include <algorithm>
+#include <cstdint>
+#if defined(__AVX__)
+#include <immintrin.h>
+#endif
 #include <cstring>
 #include <thread>
 #include <vector>
@@ -33,7 +37,9 @@ std::int64_t floor_div(std::int64_t a, std::int64_t b) {
   std::int64_t q = a / b;
   return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
 }
-std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return -floor_div(-a, b); }
+std::int64_t ceil_div(std::int64_t a, std::int64_t b) {
+  return -floor_div(-a, b);
+}
 
 // Frames t of an output row for which input index t * stride + offset lies in [0, length).
 struct Range {
@@ -41,7 +47,8 @@ struct Range {
 };
 Range valid_outputs(std::int64_t offset, std::int64_t stride, std::int64_t length,
                     std::int64_t t_begin, std::int64_t t_end) {
-  const std::int64_t lo = std::max(t_begin, ceil_div(-offset, stride));
+  // Clamped to [t_begin, t_end] so callers may zero [t_begin, begin) and [end, t_end) blindly.
+  const std::int64_t lo = std::clamp(ceil_div(-offset, stride), t_begin, t_end);
   const std::int64_t hi = std::min(t_end, floor_div(length - 1 - offset, stride) + 1);
   return {lo, std::max(lo, hi)};
 }
@@ -118,6 +125,43 @@ void conv1d_direct(const Conv1dParams& p, TensorView<const float> x, std::int64_
   });
 }
 
+// Copies n floats to dst. Outputs larger than the caches are written with non-temporal
+// stores: they skip the read-for-ownership of each destination line, which halves the memory
+// traffic of output-bound layers (a 1 -> 512 encoder writes 256x more than it reads).
+void store_row(float* __restrict dst, const float* __restrict src, std::int64_t n, bool streaming) {
+#if defined(__AVX__)
+  if (streaming) {
+    // Only whole 64-byte lines are streamed: a partial line (or a line half written by
+    // ordinary stores) would make the memory controller read it back.
+    constexpr std::int64_t kLineFloats = 16;
+    std::int64_t i = 0;
+    while (i < n && (reinterpret_cast<std::uintptr_t>(dst + i) & 63) != 0) {
+      dst[i] = src[i];
+      ++i;
+    }
+    for (; i + kLineFloats <= n; i += kLineFloats) {
+      _mm256_stream_ps(dst + i, _mm256_loadu_ps(src + i));
+      _mm256_stream_ps(dst + i + 8, _mm256_loadu_ps(src + i + 8));
+    }
+    for (; i < n; ++i) dst[i] = src[i];
+    return;
+  }
+#else
+  (void)streaming;
+#endif
+  std::memcpy(dst, src, static_cast<std::size_t>(n) * sizeof(float));
+}
+
+// Streamed stores are weakly ordered and per core: the thread that issued them fences.
+void fence_streaming_stores() {
+#if defined(__AVX__)
+  _mm_sfence();
+#endif
+}
+
+// Outputs larger than this go through non-temporal stores (see store_row).
+constexpr std::int64_t kStreamingBytes = std::int64_t{8} << 20;
+
 void conv1d_gemm(const Conv1dParams& p, TensorView<const float> x, std::int64_t pad_left,
                  const float* weight, const float* bias, TensorView<float> out) {
   const std::int64_t cg = p.in_channels / p.groups;
@@ -125,27 +169,37 @@ void conv1d_gemm(const Conv1dParams& p, TensorView<const float> x, std::int64_t 
   const std::int64_t kc = cg * p.kernel_size;
   // Pointwise, stride 1, unpadded: the input rows already are the GEMM operand.
   const bool direct_operand = p.kernel_size == 1 && p.stride == 1 && pad_left == 0;
-  std::int64_t block = std::clamp<std::int64_t>(kColumnFloats / kc, 64, 8192) / 16 * 16;
-  block = std::min(block, p.out_frames);
+  // Large outputs are computed into an L2-sized block and streamed out (store_row); the block
+  // then also bounds the frames per task.
+  const bool streaming =
+      p.batch * p.out_channels * p.out_frames * static_cast<std::int64_t>(sizeof(float)) >
+      kStreamingBytes;
+  std::int64_t block = std::clamp<std::int64_t>(kColumnFloats / kc, 64, 8192);
+  if (streaming) block = std::min(block, std::max<std::int64_t>(kColumnFloats / og, 16));
+  block = std::min(block / 16 * 16, p.out_frames);
   const std::int64_t blocks = ceil_div(p.out_frames, block);
   const std::int64_t tasks = p.batch * p.groups * blocks;
   const int threads = threads_for(tasks);
-  std::vector<std::vector<float>> columns(direct_operand ? 0 : threads);
-  for (auto& c : columns) c.resize(static_cast<std::size_t>(kc * block));
+  const std::int64_t scratch_floats =
+      (direct_operand ? 0 : kc * block) + (streaming ? og * block : 0);
+  std::vector<std::vector<float>> scratch(threads);
+  for (auto& s : scratch) s.resize(static_cast<std::size_t>(scratch_floats));
 
   parallel_for(tasks, [&](std::int64_t task, int thread) {
     const std::int64_t b = task / (p.groups * blocks);
     const std::int64_t g = (task / blocks) % p.groups;
     const std::int64_t t0 = (task % blocks) * block;
     const std::int64_t tn = std::min(block, p.out_frames - t0);
-    StridedRowMap y(out.channel(b, g * og) + t0, og, tn, Eigen::OuterStride<>(out.channel_stride()));
+    float* col = scratch[thread].data();
+    float* ybuf = col + (direct_operand ? 0 : kc * block);
+    StridedRowMap y(streaming ? ybuf : out.channel(b, g * og) + t0, og, tn,
+                    Eigen::OuterStride<>(streaming ? tn : out.channel_stride()));
     ConstRowMap w(weight + g * og * kc, og, kc);
     if (direct_operand) {
       ConstStridedRowMap xs(x.channel(b, g * cg) + t0, cg, tn,
                             Eigen::OuterStride<>(x.channel_stride()));
       y.noalias() = w * xs;
     } else {
-      float* col = columns[thread].data();
       for (std::int64_t c = 0; c < cg; ++c) {
         const float* xr = x.channel(b, g * cg + c);
         for (std::int64_t k = 0; k < p.kernel_size; ++k) {
@@ -167,6 +221,12 @@ void conv1d_gemm(const Conv1dParams& p, TensorView<const float> x, std::int64_t 
     if (bias != nullptr) {
       y.colwise() += Eigen::Map<const Eigen::VectorXf>(bias + g * og, og);
     }
+    if (streaming) {
+      for (std::int64_t o = 0; o < og; ++o) {
+        store_row(out.channel(b, g * og + o) + t0, ybuf + o * tn, tn, true);
+      }
+      fence_streaming_stores();
+    }
   });
 }
 
@@ -175,8 +235,8 @@ void conv1d_gemm(const Conv1dParams& p, TensorView<const float> x, std::int64_t 
 // twelve, so the GEMM work halves. The transforms use the points 0, +-1, +-2 and infinity
 // (Lavin & Gray); their fp32 rounding error is about three times that of direct summation,
 // still far below the 1e-6 accuracy bar (tests/test_conv_grid.cpp checks it).
-constexpr int kWinoTile = 4;      // outputs per tile
-constexpr int kWinoPoints = 6;    // transformed values per tile
+constexpr int kWinoTile = 4;    // outputs per tile
+constexpr int kWinoPoints = 6;  // transformed values per tile
 constexpr double kWinoG[kWinoPoints][3] = {{1.0 / 4, 0, 0},
                                            {-1.0 / 6, -1.0 / 6, -1.0 / 6},
                                            {-1.0 / 6, 1.0 / 6, -1.0 / 6},
@@ -212,8 +272,7 @@ void winograd_input_tile(const float* __restrict seg, std::int64_t nt, float* __
     ph[3 * n + j] = seg[4 * j + 3];
   }
   winograd_input_transform(ph, ph + n, ph + 2 * n, ph + 3 * n, nt, v, v + stride_v,
-                           v + 2 * stride_v, v + 3 * stride_v, v + 4 * stride_v,
-                           v + 5 * stride_v);
+                           v + 2 * stride_v, v + 3 * stride_v, v + 4 * stride_v, v + 5 * stride_v);
 }
 
 // out[i * tiles + j] = bias + (A^T M)[i] for tile j: the four output phases, unit-stride.
@@ -256,8 +315,8 @@ void interleave4(const float* __restrict phases, std::int64_t stride, std::int64
 }
 
 bool use_winograd(const Conv1dParams& p) {
-  return p.kernel_size == 3 && p.stride == 1 && p.dilation == 1 &&
-         p.in_channels / p.groups >= 16 && p.out_channels / p.groups >= 16 && p.out_frames >= 64;
+  return p.kernel_size == 3 && p.stride == 1 && p.dilation == 1 && p.in_channels / p.groups >= 16 &&
+         p.out_channels / p.groups >= 16 && p.out_frames >= 64;
 }
 
 void conv1d_winograd(const Conv1dParams& p, TensorView<const float> x, std::int64_t pad_left,
@@ -280,7 +339,8 @@ void conv1d_winograd(const Conv1dParams& p, TensorView<const float> x, std::int6
   }
   // Tiles per task: keep V (6 x cg x tiles) and M (6 x og x tiles) within about 512 KiB, so
   // the transforms run from L2 (1 MiB spilled to L3 and doubled their cost).
-  std::int64_t tiles = std::clamp<std::int64_t>(kColumnFloats / 2 / (kWinoPoints * (cg + og)), 16, 1024);
+  std::int64_t tiles =
+      std::clamp<std::int64_t>(kColumnFloats / 2 / (kWinoPoints * (cg + og)), 16, 1024);
   tiles = tiles / 16 * 16;
   tiles = std::min(tiles, ceil_div(p.out_frames, kWinoTile));
   const std::int64_t block = tiles * kWinoTile;
@@ -288,10 +348,13 @@ void conv1d_winograd(const Conv1dParams& p, TensorView<const float> x, std::int6
   const std::int64_t tasks = p.batch * p.groups * blocks;
   const int threads = threads_for(tasks);
   const std::int64_t seg_len = block + kWinoTile;
+  const bool streaming =
+      p.batch * p.out_channels * p.out_frames * static_cast<std::int64_t>(sizeof(float)) >
+      kStreamingBytes;
   std::vector<std::vector<float>> scratch(threads);
   for (auto& s : scratch) {
     s.resize(static_cast<std::size_t>(kWinoPoints * (cg + og) * tiles + seg_len +
-                                      kWinoTile * (tiles + 1)));
+                                      kWinoTile * (tiles + 1) + block));
   }
 
   parallel_for(tasks, [&](std::int64_t task, int thread) {
@@ -300,10 +363,11 @@ void conv1d_winograd(const Conv1dParams& p, TensorView<const float> x, std::int6
     const std::int64_t t0 = (task % blocks) * block;
     const std::int64_t tn = std::min(block, p.out_frames - t0);
     const std::int64_t nt = ceil_div(tn, kWinoTile);
-    float* v = scratch[thread].data();                 // [point][c][tile]
-    float* m = v + kWinoPoints * cg * tiles;           // [point][o][tile]
-    float* seg = m + kWinoPoints * og * tiles;         // one input row, zero-extended
-    float* phases = seg + seg_len;                     // 4 x (tiles + 1) de-interleaved values
+    float* v = scratch[thread].data();              // [point][c][tile]
+    float* m = v + kWinoPoints * cg * tiles;        // [point][o][tile]
+    float* seg = m + kWinoPoints * og * tiles;      // one input row, zero-extended
+    float* phases = seg + seg_len;                  // 4 x (tiles + 1) de-interleaved values
+    float* row = phases + kWinoTile * (tiles + 1);  // one output row before streaming
     const std::int64_t stride_v = cg * nt;
     const std::int64_t stride_m = og * nt;
     for (std::int64_t c = 0; c < cg; ++c) {
@@ -324,8 +388,15 @@ void conv1d_winograd(const Conv1dParams& p, TensorView<const float> x, std::int6
     for (std::int64_t o = 0; o < og; ++o) {
       const float b0 = bias != nullptr ? bias[g * og + o] : 0.0f;
       winograd_output_tile(m + o * nt, stride_m, nt, b0, phases, tiles);
-      interleave4(phases, tiles, tn, out.channel(b, g * og + o) + t0);
+      float* y = out.channel(b, g * og + o) + t0;
+      if (streaming) {
+        interleave4(phases, tiles, tn, row);
+        store_row(y, row, tn, true);
+      } else {
+        interleave4(phases, tiles, tn, y);
+      }
     }
+    if (streaming) fence_streaming_stores();
   });
 }
 
@@ -418,7 +489,9 @@ void conv_transpose1d_gemm(const ConvTranspose1dParams& p, TensorView<const floa
 
 }  // namespace
 
-void set_num_threads(int threads) { g_threads = threads; }
+void set_num_threads(int threads) {
+  g_threads = threads;
+}
 
 int num_threads() {
   if (g_threads > 0) return g_threads;
@@ -446,8 +519,8 @@ void conv1d(const Conv1dParams& p, TensorView<const float> input, const float* w
   std::vector<float> padded;
   if (p.padding_mode != PaddingMode::kZeros && (p.pad_left > 0 || p.pad_right > 0)) {
     padded = pad_input(input, p.pad_left, p.pad_right, p.padding_mode);
-    x = TensorView<const float>(padded.data(),
-                                Shape{p.batch, p.in_channels, p.in_frames + p.pad_left + p.pad_right});
+    x = TensorView<const float>(
+        padded.data(), Shape{p.batch, p.in_channels, p.in_frames + p.pad_left + p.pad_right});
     pad_left = 0;
   }
   if (p.in_channels / p.groups <= 2 && p.out_channels / p.groups <= 2) {
