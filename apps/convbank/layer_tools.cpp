@@ -1,4 +1,284 @@
+// convbank conv1d / conv-transpose1d: one layer over .npy tensors, for parity checks against
+// PyTorch (np.save the input, weight and bias; compare the output with the module's).
+//
+// Layer sizes come from the weight's shape, so the command line only carries what PyTorch's
+// constructor takes beyond them. The output is written to a temporary file next to it and
+// renamed at the end: a failed run leaves no output file, and an input is never overwritten.
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <limits>
+#include <memory>
+#include <string>
+#include <system_error>
+#include <utility>
+#include <vector>
+
 #include "commands.hpp"
+#include "convbank/convbank.hpp"
+
 namespace convbank::app {
-void add_layer_tools(CLI::App&, std::vector<std::pair<CLI::App*, Runner>>&) {}
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct LayerArgs {
+  std::string input;
+  std::string weight;
+  std::string bias;
+  std::string output;
+  std::int64_t stride = 1;
+  std::string padding = "0";  // Conv1d: a number, "same" or "valid"
+  std::int64_t transpose_padding = 0;
+  std::int64_t output_padding = 0;
+  std::int64_t dilation = 1;
+  std::int64_t groups = 1;
+  std::string padding_mode = "zeros";
+  std::string device = "cpu";
+  int threads = 0;
+};
+
+std::string shape_text(const std::vector<std::int64_t>& shape) {
+  std::string s = "(";
+  for (std::size_t i = 0; i < shape.size(); ++i)
+    s += (i > 0 ? ", " : "") + std::to_string(shape[i]);
+  return s + (shape.size() == 1 ? ",)" : ")");
 }
+
+// Refuses an --output that names one of the inputs, by path or (through links) by file.
+void refuse_overwrite(const std::string& output,
+                      const std::vector<std::pair<const char*, std::string>>& inputs) {
+  std::error_code ec;
+  const fs::path out = fs::weakly_canonical(output, ec);
+  for (const auto& [flag, path] : inputs) {
+    if (path.empty()) continue;
+    std::error_code ec_in, ec_same;
+    const fs::path in = fs::weakly_canonical(path, ec_in);
+    const bool same_path = !ec && !ec_in && out == in;
+    const bool same_file = fs::equivalent(output, path, ec_same) && !ec_same;
+    if (same_path || same_file) {
+      throw Error("--output '" + output + "' is the same file as " + flag + " '" + path +
+                  "'; refusing to overwrite an input");
+    }
+  }
+}
+
+Device parse_device(const std::string& text) {
+  if (text == "cpu") return Device::kCpu;
+  if (text == "cuda") {
+    // In a build without CUDA the library itself reports that, when the input moves there.
+    if (cuda_built() && !cuda_available()) {
+      throw Error("--device cuda: this convbank has the CUDA backend but no CUDA device is usable");
+    }
+    return Device::kCuda;
+  }
+  throw Error("--device must be cpu or cuda, got '" + text + "'");
+}
+
+void check_common(const LayerArgs& a) {
+  if (a.groups < 1) throw Error("--groups must be >= 1, got " + std::to_string(a.groups));
+  if (a.threads < 0) throw Error("--threads must be >= 0, got " + std::to_string(a.threads));
+}
+
+// The rank-3 weight, whose shape gives the layer's channels and kernel size.
+Tensor load_weight(const std::string& path, const char* layout) {
+  io::NpyArray w = io::read_npy_array(path);
+  if (w.shape.size() != 3) {
+    throw Error("--weight '" + path + "' has shape " + shape_text(w.shape) + " (rank " +
+                std::to_string(w.shape.size()) + "); the weight must have rank 3: " + layout);
+  }
+  Tensor t(Shape{w.shape[0], w.shape[1], w.shape[2]});
+  std::copy(w.data.begin(), w.data.end(), t.data());
+  return t;
+}
+
+Tensor load_bias(const std::string& path, std::int64_t out_channels) {
+  io::NpyArray b = io::read_npy_array(path);
+  if (b.shape.size() != 1 || b.shape[0] != out_channels) {
+    throw Error("--bias '" + path + "' has shape " + shape_text(b.shape) +
+                "; expected (out_channels,) = (" + std::to_string(out_channels) +
+                ",) to match the weight");
+  }
+  Tensor t(Shape{1, 1, out_channels});
+  std::copy(b.data.begin(), b.data.end(), t.data());
+  return t;
+}
+
+Tensor load_input(const std::string& path) {
+  const std::vector<std::int64_t> shape = io::read_npy_shape(path);
+  if (shape.size() != 2 && shape.size() != 3) {
+    throw Error("--input '" + path + "' has shape " + shape_text(shape) + " (rank " +
+                std::to_string(shape.size()) +
+                "); expected rank 2 (channels, frames) or 3 (batch, channels, frames)");
+  }
+  return io::read_npy(path);
+}
+
+// in_channels (Conv1d) or out_channels (ConvTranspose1d) = weight.shape[1] * groups.
+std::int64_t grouped_channels(std::int64_t per_group, std::int64_t groups) {
+  if (per_group > 0 && groups > std::numeric_limits<std::int64_t>::max() / per_group) {
+    throw Error("--groups " + std::to_string(groups) + " times the weight's " +
+                std::to_string(per_group) + " channels per group overflows");
+  }
+  return per_group * groups;
+}
+
+// Runs `forward` with the input on `device`, returning the output on the host.
+template <class Layer>
+Tensor run_layer(const Layer& layer, const Tensor& input, Device device) {
+  if (device == Device::kCpu) return layer.forward(input);
+  return layer.forward(input.to(device)).to(Device::kCpu);
+}
+
+// The output goes to "<output>.tmp-<pid>" and is renamed over <output> only once complete.
+class TemporaryOutput {
+ public:
+  // Checks the directory up front, so a long run does not fail only at its end.
+  explicit TemporaryOutput(std::string path)
+      : path_(std::move(path)), temp_(path_ + ".tmp-" + std::to_string(::getpid())) {
+    const fs::path parent = fs::path(path_).parent_path();
+    std::error_code ec;
+    if (!parent.empty() && !fs::is_directory(parent, ec)) {
+      throw Error("--output '" + path_ + "': directory '" + parent.string() + "' does not exist");
+    }
+  }
+  ~TemporaryOutput() {
+    if (!committed_) {
+      std::error_code ignored;
+      fs::remove(temp_, ignored);
+    }
+  }
+  TemporaryOutput(const TemporaryOutput&) = delete;
+  TemporaryOutput& operator=(const TemporaryOutput&) = delete;
+
+  void write(const Tensor& tensor) {
+    io::write_npy(temp_, tensor);
+    if (std::rename(temp_.c_str(), path_.c_str()) != 0) {
+      throw Error("--output '" + path_ + "': cannot rename '" + temp_ +
+                  "' to it: " + std::strerror(errno));
+    }
+    committed_ = true;
+  }
+
+ private:
+  std::string path_;
+  std::string temp_;
+  bool committed_ = false;
+};
+
+int run_conv1d(const LayerArgs& a) {
+  refuse_overwrite(a.output, {{"--input", a.input}, {"--weight", a.weight}, {"--bias", a.bias}});
+  check_common(a);
+  TemporaryOutput output(a.output);
+  const Device device = parse_device(a.device);
+  Conv1dOptions o;
+  o.stride = a.stride;
+  o.padding = Padding::parse(a.padding, "--padding");
+  o.dilation = a.dilation;
+  o.groups = a.groups;
+  o.padding_mode = parse_padding_mode(a.padding_mode, "--padding-mode");
+  o.bias = !a.bias.empty();
+  set_num_threads(a.threads);
+
+  const Tensor weight =
+      load_weight(a.weight, "(out_channels, in_channels / groups, kernel_size) as nn.Conv1d");
+  o.out_channels = weight.shape().batch;
+  o.in_channels = grouped_channels(weight.shape().channels, a.groups);
+  o.kernel_size = weight.shape().frames;
+  Conv1d layer(o);
+  layer.set_weight(weight);
+  if (o.bias) layer.set_bias(load_bias(a.bias, o.out_channels));
+
+  const Tensor input = load_input(a.input);
+  output.write(run_layer(layer, input, device));
+  return 0;
+}
+
+int run_conv_transpose1d(const LayerArgs& a) {
+  refuse_overwrite(a.output, {{"--input", a.input}, {"--weight", a.weight}, {"--bias", a.bias}});
+  check_common(a);
+  TemporaryOutput output(a.output);
+  const Device device = parse_device(a.device);
+  ConvTranspose1dOptions o;
+  o.stride = a.stride;
+  o.padding = a.transpose_padding;
+  o.output_padding = a.output_padding;
+  o.dilation = a.dilation;
+  o.groups = a.groups;
+  o.bias = !a.bias.empty();
+  set_num_threads(a.threads);
+
+  const Tensor weight = load_weight(
+      a.weight, "(in_channels, out_channels / groups, kernel_size) as nn.ConvTranspose1d");
+  o.in_channels = weight.shape().batch;
+  o.out_channels = grouped_channels(weight.shape().channels, a.groups);
+  o.kernel_size = weight.shape().frames;
+  ConvTranspose1d layer(o);
+  layer.set_weight(weight);
+  if (o.bias) layer.set_bias(load_bias(a.bias, o.out_channels));
+
+  const Tensor input = load_input(a.input);
+  output.write(run_layer(layer, input, device));
+  return 0;
+}
+
+// Options both subcommands share.
+void add_common_options(CLI::App* sub, LayerArgs& a, const char* weight_layout) {
+  sub->add_option("--input", a.input,
+                  "Input .npy (float32 or float64): (channels, frames) or (batch, channels, "
+                  "frames); the output has the same rank")
+      ->required();
+  sub->add_option("--weight", a.weight,
+                  std::string("Weight .npy, rank 3, in PyTorch's layout ") + weight_layout +
+                      "; it sets the channels and kernel size")
+      ->required();
+  sub->add_option("--bias", a.bias, "Bias .npy of shape (out_channels,); no bias when omitted");
+  sub->add_option("--output", a.output,
+                  "Output .npy (float32), written only when the run succeeds; must not be one "
+                  "of the inputs")
+      ->required();
+  sub->add_option("--stride", a.stride, "Stride")->capture_default_str();
+  sub->add_option("--dilation", a.dilation, "Spacing between kernel taps")->capture_default_str();
+  sub->add_option("--groups", a.groups, "Number of channel groups")->capture_default_str();
+  sub->add_option("--device", a.device,
+                  "Where to run: cpu or cuda (cuda needs a build with the CUDA backend)")
+      ->capture_default_str();
+  sub->add_option("--threads", a.threads, "CPU threads; 0 means one per hardware thread")
+      ->capture_default_str();
+}
+
+}  // namespace
+
+void add_layer_tools(CLI::App& app, std::vector<std::pair<CLI::App*, Runner>>& commands) {
+  auto conv = std::make_shared<LayerArgs>();
+  CLI::App* c = app.add_subcommand(
+      "conv1d", "Run one nn.Conv1d layer on a .npy tensor (weights from .npy files)");
+  add_common_options(c, *conv, "(out_channels, in_channels / groups, kernel_size)");
+  c->add_option("--padding", conv->padding,
+                "Frames of padding on each side, 'same' (stride 1 only) or 'valid'")
+      ->capture_default_str();
+  c->add_option("--padding-mode", conv->padding_mode,
+                "How padding is filled: zeros, reflect, replicate or circular")
+      ->capture_default_str();
+  commands.emplace_back(c, [conv] { return run_conv1d(*conv); });
+
+  auto transpose = std::make_shared<LayerArgs>();
+  CLI::App* t = app.add_subcommand(
+      "conv-transpose1d",
+      "Run one nn.ConvTranspose1d layer on a .npy tensor (weights from .npy files)");
+  add_common_options(t, *transpose, "(in_channels, out_channels / groups, kernel_size)");
+  t->add_option("--padding", transpose->transpose_padding,
+                "Frames removed from each side of the full output, as PyTorch's padding")
+      ->capture_default_str();
+  t->add_option("--output-padding", transpose->output_padding,
+                "Frames added to the right of the output; must be smaller than stride or "
+                "dilation")
+      ->capture_default_str();
+  commands.emplace_back(t, [transpose] { return run_conv_transpose1d(*transpose); });
+}
+
+}  // namespace convbank::app

@@ -24,8 +24,7 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    std::fprintf(stderr, "convbank: error: %s\n", e.what());
-    std::fprintf(stderr, "Run with --help for more information.\n");
+    std::fprintf(stderr, "convbank: error: %s (see --help)\n", e.what());
     return 2;
   }
   try {

@@ -4,5 +4,8 @@
 #include "convbank/conv.hpp"
 #include "convbank/error.hpp"
 #include "convbank/io/npy.hpp"
+#if defined(CONVBANK_WITH_SNDFILE)
+#include "convbank/io/audio_file.hpp"
+#endif
 #include "convbank/runtime.hpp"
 #include "convbank/tensor.hpp"

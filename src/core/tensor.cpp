@@ -1,5 +1,6 @@
 #include "convbank/tensor.hpp"
 
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -17,10 +18,16 @@ std::size_t checked_bytes(const Shape& shape) {
   if (shape.batch < 0 || shape.channels < 0 || shape.frames < 0) {
     throw Error("Tensor: shape " + to_string(shape) + " has a negative dimension");
   }
-  const auto n = static_cast<unsigned long long>(shape.batch) *
-                 static_cast<unsigned long long>(shape.channels) *
-                 static_cast<unsigned long long>(shape.frames);
-  return static_cast<std::size_t>(n) * sizeof(float);
+  // A wrapped product would allocate a small buffer and then be written past its end.
+  std::size_t n = 0;
+  if (__builtin_mul_overflow(static_cast<std::size_t>(shape.batch),
+                             static_cast<std::size_t>(shape.channels), &n) ||
+      __builtin_mul_overflow(n, static_cast<std::size_t>(shape.frames), &n) ||
+      __builtin_mul_overflow(n, sizeof(float), &n) ||
+      n > static_cast<std::size_t>(INT64_MAX)) {
+    throw Error("Tensor: shape " + to_string(shape) + " is too large to address");
+  }
+  return n;
 }
 
 }  // namespace

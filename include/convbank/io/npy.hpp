@@ -25,6 +25,10 @@ struct NpyArray {
 NpyArray read_npy_array(const std::string& path);
 NpyArray parse_npy(const void* bytes, std::size_t size, const std::string& name);
 
+// The stored shape, reading and validating only the header (dtype, order, and that the file
+// holds exactly the data the shape needs), e.g. to check a rank before loading a long signal.
+std::vector<std::int64_t> read_npy_shape(const std::string& path);
+
 // A rank-1, 2 or 3 array as a Tensor: rank 3 keeps its shape, rank 2 (C, T) gives a rank-2
 // tensor (unbatched), rank 1 (T) gives shape (1, 1, T) with rank 3.
 Tensor read_npy(const std::string& path);
@@ -32,7 +36,6 @@ Tensor read_npy(const std::string& path);
 // Writes '<f4', C order, with the tensor's rank (2 or 3). Writes to `path` directly; callers
 // that must not leave partial files write to a temporary name and rename.
 void write_npy(const std::string& path, const Tensor& tensor);
-void write_npy(const std::string& path, const std::vector<std::int64_t>& shape,
-               const float* data);
+void write_npy(const std::string& path, const std::vector<std::int64_t>& shape, const float* data);
 
 }  // namespace convbank::io

@@ -1,0 +1,392 @@
+// The convbank app's conv1d / conv-transpose1d: outputs equal the library's forward() bit for
+// bit, and every failure prints one "convbank: error: " line, exits non-zero and leaves the
+// output directory as it was (no output file, no temporary file).
+#include <doctest/doctest.h>
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "convbank/conv.hpp"
+#include "convbank/io/npy.hpp"
+#include "convbank/runtime.hpp"
+#include "convbank/tensor.hpp"
+
+extern char** environ;
+
+namespace {
+
+namespace fs = std::filesystem;
+using convbank::Shape;
+using convbank::Tensor;
+namespace io = convbank::io;
+
+constexpr const char* kApp = CONVBANK_APP_PATH;
+
+class TempDir {
+ public:
+  explicit TempDir(const std::string& tag) {
+    static std::atomic<int> counter{0};
+    path_ =
+        fs::temp_directory_path() / ("convbank-test-app-" + tag + "-" + std::to_string(::getpid()) +
+                                     "-" + std::to_string(counter++));
+    fs::create_directories(path_);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  std::string file(const std::string& name) const { return (path_ / name).string(); }
+  const fs::path& path() const { return path_; }
+
+ private:
+  fs::path path_;
+};
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+struct Run {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+// Runs the app with `args`, capturing stdout and stderr through files in a directory of their
+// own (the tests inspect the output directory, so the logs must not land there).
+Run run_app(const std::vector<std::string>& args) {
+  TempDir logs("logs");
+  const std::string out_path = logs.file("stdout.txt");
+  const std::string err_path = logs.file("stderr.txt");
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
+                                   0644);
+  posix_spawn_file_actions_addopen(&actions, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
+                                   0644);
+  std::vector<std::string> argv_strings = {kApp};
+  argv_strings.insert(argv_strings.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (std::string& s : argv_strings) argv.push_back(s.data());
+  argv.push_back(nullptr);
+  pid_t pid = 0;
+  const int spawn_rc = posix_spawn(&pid, kApp, &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  REQUIRE_MESSAGE(spawn_rc == 0, "posix_spawn failed: " << std::strerror(spawn_rc));
+  int status = 0;
+  REQUIRE(waitpid(pid, &status, 0) == pid);
+  Run run;
+  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  run.out = read_text(out_path);
+  run.err = read_text(err_path);
+  return run;
+}
+
+bool have_app() {
+  if (std::string(kApp).empty()) {
+    MESSAGE("the convbank app is not built (CONVBANK_BUILD_APPS=OFF): skipping");
+    return false;
+  }
+  return true;
+}
+
+Tensor random_tensor(Shape shape, std::mt19937& rng) {
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  Tensor t(shape);
+  for (std::int64_t i = 0; i < t.numel(); ++i) t.data()[i] = dist(rng);
+  return t;
+}
+
+Tensor random_unbatched(std::int64_t channels, std::int64_t frames, std::mt19937& rng) {
+  Tensor t = random_tensor(Shape{1, channels, frames}, rng);
+  t.set_rank(2);
+  return t;
+}
+
+std::vector<std::string> listing(const fs::path& dir) {
+  std::vector<std::string> names;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    names.push_back(entry.path().filename().string());
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+// Inputs for every case: Conv1d weight (6, 2, 5) for groups 2 (in 4, out 6), ConvTranspose1d
+// weight (4, 3, 7) for groups 2 (in 4, out 6), inputs with 4 channels (and 3, to mismatch).
+struct Fixture {
+  TempDir dir{"work"};
+  Tensor x3, x2, w, b, wt, bt;
+
+  Fixture() {
+    std::mt19937 rng(7);
+    x3 = random_tensor(Shape{2, 4, 50}, rng);
+    x2 = random_unbatched(4, 50, rng);
+    w = random_tensor(Shape{6, 2, 5}, rng);
+    wt = random_tensor(Shape{4, 3, 7}, rng);
+    Tensor bias = random_tensor(Shape{1, 1, 6}, rng);
+    io::write_npy(file("x3.npy"), x3);
+    io::write_npy(file("x2.npy"), x2);
+    io::write_npy(file("x_3ch.npy"), random_tensor(Shape{2, 3, 50}, rng));
+    io::write_npy(file("w.npy"), w);
+    io::write_npy(file("wt.npy"), wt);
+    io::write_npy(file("b.npy"), {6}, bias.data());
+    io::write_npy(file("w_rank2.npy"), {6, 10}, w.data());
+    b = bias.clone();
+    bt = bias.clone();
+  }
+  std::string file(const std::string& name) const { return dir.file(name); }
+};
+
+void check_equal(const Tensor& got, const Tensor& expected) {
+  REQUIRE(got.shape() == expected.shape());
+  REQUIRE(got.rank() == expected.rank());
+  std::int64_t mismatches = 0;
+  for (std::int64_t i = 0; i < got.numel(); ++i) mismatches += got.data()[i] != expected.data()[i];
+  CHECK(mismatches == 0);
+}
+
+void check_success(const Run& run) {
+  INFO("stderr: " << run.err);
+  CHECK(run.exit_code == 0);
+  CHECK(run.err.empty());
+}
+
+// A failed run: exit != 0, exactly one stderr line "convbank: error: ..." containing `part`,
+// and the output directory exactly as before (no output, no temporary file).
+void check_failure(const Fixture& f, const std::vector<std::string>& args, const std::string& part,
+                   const std::string& output) {
+  const std::vector<std::string> before = listing(f.dir.path());
+  const Run run = run_app(args);
+  INFO("stderr: " << run.err);
+  CHECK(run.exit_code != 0);
+  REQUIRE_FALSE(run.err.empty());
+  CHECK(run.err.rfind("convbank: error: ", 0) == 0);
+  CHECK(std::count(run.err.begin(), run.err.end(), '\n') == 1);
+  CHECK(run.err.back() == '\n');
+  CHECK(run.err.find(part) != std::string::npos);
+  const std::vector<std::string> after = listing(f.dir.path());
+  CHECK(after == before);
+  for (const std::string& name : after) CHECK(name.find(".tmp-") == std::string::npos);
+  if (std::find(before.begin(), before.end(), fs::path(output).filename().string()) ==
+      before.end()) {
+    CHECK_FALSE(fs::exists(output));
+  }
+}
+
+}  // namespace
+
+TEST_CASE("app: conv1d equals the library's Conv1d, batched and unbatched") {
+  if (!have_app()) return;
+  Fixture f;
+  convbank::Conv1dOptions o;
+  o.in_channels = 4;
+  o.out_channels = 6;
+  o.kernel_size = 5;
+  o.stride = 2;
+  o.padding = 3;
+  o.dilation = 2;
+  o.groups = 2;
+  convbank::Conv1d layer(o);
+  layer.set_weight(f.w);
+  layer.set_bias(f.b);
+
+  for (const char* input : {"x3.npy", "x2.npy"}) {
+    CAPTURE(input);
+    const std::string out = f.file(std::string("y_") + input);
+    const Run run =
+        run_app({"conv1d", "--input", f.file(input), "--weight", f.file("w.npy"), "--bias",
+                 f.file("b.npy"), "--stride", "2", "--padding", "3", "--dilation", "2", "--groups",
+                 "2", "--threads", "1", "--output", out});
+    check_success(run);
+    const Tensor& x = std::string(input) == "x3.npy" ? f.x3 : f.x2;
+    const Tensor y = io::read_npy(out);
+    check_equal(y, layer.forward(x));
+    CHECK(io::read_npy_shape(out).size() == (x.rank() == 2 ? 2u : 3u));
+  }
+  for (const std::string& name : listing(f.dir.path()))
+    CHECK(name.find(".tmp-") == std::string::npos);
+}
+
+TEST_CASE("app: conv1d with --padding same and --padding-mode reflect") {
+  if (!have_app()) return;
+  Fixture f;
+  convbank::Conv1dOptions o;
+  o.in_channels = 4;
+  o.out_channels = 6;
+  o.kernel_size = 5;
+  o.padding = convbank::Padding::same();
+  o.dilation = 2;
+  o.groups = 2;
+  o.bias = false;
+  o.padding_mode = convbank::PaddingMode::kReflect;
+  convbank::Conv1d layer(o);
+  layer.set_weight(f.w);
+
+  const std::string out = f.file("y_same.npy");
+  check_success(run_app({"conv1d", "--input", f.file("x3.npy"), "--weight", f.file("w.npy"),
+                         "--padding", "same", "--padding-mode", "reflect", "--dilation", "2",
+                         "--groups", "2", "--output", out}));
+  const Tensor y = io::read_npy(out);
+  CHECK(y.shape() == Shape{2, 6, 50});
+  check_equal(y, layer.forward(f.x3));
+}
+
+TEST_CASE("app: conv-transpose1d equals the library's ConvTranspose1d, batched and unbatched") {
+  if (!have_app()) return;
+  Fixture f;
+  convbank::ConvTranspose1dOptions o;
+  o.in_channels = 4;
+  o.out_channels = 6;
+  o.kernel_size = 7;
+  o.stride = 3;
+  o.padding = 2;
+  o.output_padding = 1;
+  o.groups = 2;
+  convbank::ConvTranspose1d layer(o);
+  layer.set_weight(f.wt);
+  layer.set_bias(f.bt);
+
+  for (const char* input : {"x3.npy", "x2.npy"}) {
+    CAPTURE(input);
+    const std::string out = f.file(std::string("yt_") + input);
+    check_success(
+        run_app({"conv-transpose1d", "--input", f.file(input), "--weight", f.file("wt.npy"),
+                 "--bias", f.file("b.npy"), "--stride", "3", "--padding", "2", "--output-padding",
+                 "1", "--groups", "2", "--output", out}));
+    const Tensor& x = std::string(input) == "x3.npy" ? f.x3 : f.x2;
+    const Tensor y = io::read_npy(out);
+    check_equal(y, layer.forward(x));
+    CHECK(y.shape().frames == (50 - 1) * 3 - 2 * 2 + (7 - 1) + 1 + 1);
+  }
+}
+
+TEST_CASE("app: --help describes both layer commands") {
+  if (!have_app()) return;
+  const Run conv = run_app({"conv1d", "--help"});
+  CHECK(conv.exit_code == 0);
+  for (const char* option :
+       {"--input", "--weight", "--bias", "--stride", "--padding", "--padding-mode", "--dilation",
+        "--groups", "--device", "--threads", "--output"}) {
+    CHECK_MESSAGE(conv.out.find(option) != std::string::npos, option);
+  }
+  const Run transpose = run_app({"conv-transpose1d", "--help"});
+  CHECK(transpose.exit_code == 0);
+  CHECK(transpose.out.find("--output-padding") != std::string::npos);
+  CHECK(transpose.out.find("--padding-mode") == std::string::npos);
+}
+
+TEST_CASE("app: failures print one error line and leave no output or temporary file") {
+  if (!have_app()) return;
+  Fixture f;
+  const std::string out = f.file("y.npy");
+  const auto conv = [&](std::vector<std::string> extra, const std::string& output = "") {
+    std::vector<std::string> args = {"conv1d",
+                                     "--weight",
+                                     f.file("w.npy"),
+                                     "--groups",
+                                     "2",
+                                     "--output",
+                                     output.empty() ? out : output};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return args;
+  };
+  const auto transpose = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = {
+        "conv-transpose1d", "--input", f.file("x3.npy"), "--weight", f.file("wt.npy"),
+        "--output",         out};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return args;
+  };
+
+  SUBCASE("missing input file") {
+    check_failure(f, conv({"--input", f.file("missing.npy")}), "missing.npy': cannot open", out);
+  }
+  SUBCASE("weight of rank 2") {
+    check_failure(
+        f,
+        {"conv1d", "--input", f.file("x3.npy"), "--weight", f.file("w_rank2.npy"), "--output", out},
+        "has shape (6, 10) (rank 2); the weight must have rank 3", out);
+  }
+  SUBCASE("bias of the wrong size") {
+    check_failure(f, transpose({"--groups", "1", "--bias", f.file("b.npy")}),
+                  "expected (out_channels,) = (3,)", out);
+  }
+  SUBCASE("input channels differ from the weight's") {
+    check_failure(f, conv({"--input", f.file("x_3ch.npy")}), "in_channels = 4", out);
+  }
+  SUBCASE("bad --padding-mode") {
+    check_failure(f, conv({"--input", f.file("x3.npy"), "--padding-mode", "mirror"}),
+                  "--padding-mode must be one of zeros, reflect, replicate, circular", out);
+  }
+  SUBCASE("bad --padding") {
+    check_failure(f, conv({"--input", f.file("x3.npy"), "--padding", "half"}),
+                  "--padding must be a non-negative integer, 'same' or 'valid', got 'half'", out);
+  }
+  SUBCASE("--padding same with a stride") {
+    check_failure(f, conv({"--input", f.file("x3.npy"), "--padding", "same", "--stride", "2"}),
+                  "padding='same' is not supported for strided convolutions", out);
+  }
+  SUBCASE("output_padding >= stride") {
+    check_failure(f, transpose({"--groups", "2", "--stride", "2", "--output-padding", "2"}),
+                  "output_padding must be smaller than either stride or dilation", out);
+  }
+  SUBCASE("bad --device") {
+    check_failure(f, conv({"--input", f.file("x3.npy"), "--device", "gpu"}),
+                  "--device must be cpu or cuda, got 'gpu'", out);
+  }
+  SUBCASE("--device cuda without a usable CUDA device") {
+    if (!convbank::cuda_available()) {
+      check_failure(f, conv({"--input", f.file("x3.npy"), "--device", "cuda"}), "cuda", out);
+    }
+  }
+  SUBCASE("output directory missing") {
+    const std::string nowhere = f.file("no_dir/y.npy");
+    check_failure(f, conv({"--input", f.file("x3.npy")}, nowhere),
+                  "directory '" + f.file("no_dir") + "' does not exist", nowhere);
+  }
+  SUBCASE("output is a directory: fails at the rename, after the temporary file was written") {
+    const std::string dir_out = f.file("y_dir.npy");
+    fs::create_directories(dir_out);
+    check_failure(f, conv({"--input", f.file("x3.npy")}, dir_out), "cannot rename", dir_out);
+  }
+}
+
+TEST_CASE("app: refuses to overwrite an input") {
+  if (!have_app()) return;
+  Fixture f;
+  const std::string x_bytes = read_text(f.file("x3.npy"));
+  const std::string w_bytes = read_text(f.file("w.npy"));
+  const auto refused = [&](const std::string& output, const std::string& flag) {
+    check_failure(f,
+                  {"conv1d", "--input", f.file("x3.npy"), "--weight", f.file("w.npy"), "--bias",
+                   f.file("b.npy"), "--groups", "2", "--output", output},
+                  "is the same file as " + flag, output);
+  };
+  SUBCASE("same path as --input") {
+    refused(f.file("x3.npy"), "--input");
+  }
+  SUBCASE("another spelling of --weight") {
+    refused((f.dir.path() / "." / "w.npy").string(), "--weight");
+  }
+  SUBCASE("a symbolic link to --bias") {
+    fs::create_symlink(f.file("b.npy"), f.file("link.npy"));
+    refused(f.file("link.npy"), "--bias");
+  }
+  CHECK(read_text(f.file("x3.npy")) == x_bytes);
+  CHECK(read_text(f.file("w.npy")) == w_bytes);
+}
