@@ -1,5 +1,5 @@
-// CUDA backend: device memory, copies and device discovery. The convolution kernels arrive
-// with the CUDA issue; until then conv1d/conv_transpose1d on cuda report that clearly.
+// CUDA backend: device memory, copies and device discovery. The convolutions are in
+// conv_dispatch.cu (host dispatch) and conv_*.cu (kernels).
 #include <cuda_runtime.h>
 
 #include <string>
@@ -59,16 +59,7 @@ void copy_2d(void* dst, std::size_t dst_pitch, const void* src, std::size_t src_
             " bytes");
 }
 
-void conv1d(const Conv1dParams&, TensorView<const float>, const float*, const float*,
-            TensorView<float>, void*) {
-  throw Error("Conv1d on cuda: the CUDA convolution kernels are not part of this version yet");
-}
-
-void conv_transpose1d(const ConvTranspose1dParams&, TensorView<const float>, const float*,
-                      const float*, TensorView<float>, void*) {
-  throw Error(
-      "ConvTranspose1d on cuda: the CUDA convolution kernels are not part of this version yet");
-}
+// conv1d / conv_transpose1d live in conv_dispatch.cu.
 
 void synchronize(void* stream) {
   check(cudaStreamSynchronize(static_cast<cudaStream_t>(stream)), "cudaStreamSynchronize");

@@ -34,3 +34,12 @@ void synchronize(void*) { unavailable("synchronize cuda"); }
 const char* description() { return "not built"; }
 
 }  // namespace convbank::detail::cuda
+
+#include "cuda/dispatch.hpp"
+
+namespace convbank::detail::cuda {
+const char* conv1d_kernel_name(const Conv1dParams&) { return "none (built without CUDA)"; }
+const char* conv_transpose1d_kernel_name(const ConvTranspose1dParams&) {
+  return "none (built without CUDA)";
+}
+}  // namespace convbank::detail::cuda

@@ -1,0 +1,131 @@
+#!/usr/bin/env bash
+# The GPU check, one call on the lent H200 machine (see shared/device-notes.md):
+# configure (Release, sm_90, no libsndfile there) -> build -> all tests (ctest, cuda:* included)
+# -> compute-sanitizer memcheck + racecheck on the cuda:sanitize* subset -> PyTorch parity of
+# `convbank conv1d|conv-transpose1d --device cuda` -> convbank-bench-cuda against cuDNN.
+# Logs and JSON go to $OUT (at most 8 files come back from the device machine); a short
+# summary is printed last. Kept under ~9 minutes.
+#
+#   scripts/gpu-check.sh                       # everything
+#   STAGES="build bench" scripts/gpu-check.sh  # a subset: build test sanitize parity bench
+#   BENCH_ARGS="--workload seedB" scripts/gpu-check.sh
+set -u -o pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-$PWD/gpu-check-out}
+mkdir -p "$OUT"
+BUILD=${BUILD:-build-gpu}
+STAGES=${STAGES:-"build test sanitize parity bench"}
+BENCH_ARGS=${BENCH_ARGS:-}
+export PATH=/usr/local/cuda/bin:$PATH
+declare -A status
+start=$(date +%s)
+stamp() { echo "[$(( $(date +%s) - start ))s] $*"; }
+has() { [[ " $STAGES " == *" $1 "* ]]; }
+DEADLINE=${DEADLINE:-540}  # seconds for the whole script (the device call allows 600)
+# budget N: N seconds, or what is left before the deadline (minus a margin for the summary).
+budget() {
+  local left=$(( DEADLINE - ($(date +%s) - start) - 15 ))
+  (( left < 5 )) && left=5
+  (( $1 < left )) && echo "$1" || echo "$left"
+}
+
+{
+  echo "date: $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
+  echo "tree: $(git rev-parse --short HEAD 2>/dev/null || echo '?') + uncommitted changes: $(git status --porcelain 2>/dev/null | wc -l) paths"
+  nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv,noheader 2>/dev/null
+  nvcc --version | tail -1
+} | tee "$OUT/summary.txt"
+
+if has build; then
+  stamp "configure + build"
+  if cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
+       -DCONVBANK_ENABLE_CUDA=ON -DCONVBANK_ENABLE_SNDFILE=OFF >"$OUT/build.log" 2>&1 &&
+     ninja -C "$BUILD" -j16 -k 0 >>"$OUT/build.log" 2>&1; then
+    status[build]=ok
+  else
+    status[build]=FAIL
+    tail -40 "$OUT/build.log"
+  fi
+  stamp "build: ${status[build]}"
+fi
+
+TESTS=$BUILD/tests/convbank_tests
+if has test && [ -x "$TESTS" ]; then
+  stamp "cuda:* tests (ctest -R '^cuda:' -V: their messages carry worst errors, kernels, slices)"
+  status[test]=ok
+  timeout "$(budget 220)" ctest --test-dir "$BUILD" -R '^cuda:' -V --timeout 215 >"$OUT/ctest.log" 2>&1 ||
+    status[test]=FAIL
+  stamp "cuda tests: ${status[test]} ($(grep -E 'tests passed|tests failed' "$OUT/ctest.log" | tail -1))"
+fi
+
+if has bench && [ -x "$BUILD/apps/bench_cuda/convbank-bench-cuda" ]; then
+  stamp "benchmark against cuDNN"
+  # shellcheck disable=SC2086
+  if timeout "$(budget 200)" "$BUILD/apps/bench_cuda/convbank-bench-cuda" $BENCH_ARGS --json "$OUT/bench.json" \
+       >"$OUT/bench.md" 2>"$OUT/bench.err"; then
+    status[bench]=ok
+  else
+    status[bench]=FAIL
+    tail -5 "$OUT/bench.err"
+  fi
+  cat "$OUT/bench.err" >>"$OUT/bench.md"; rm -f "$OUT/bench.err"
+  if [ -z "$BENCH_ARGS" ]; then
+    # GEMM tile sweep on the GEMM-bound workloads, and one ncu look at the pointwise GEMM.
+    for tile in 128 64 32; do
+      echo "## CONVBANK_CUDA_GEMM_TILE=$tile" >>"$OUT/bench.md"
+      CONVBANK_CUDA_GEMM_TILE=$tile timeout "$(budget 40)" "$BUILD/apps/bench_cuda/convbank-bench-cuda" \
+        --no-cudnn --workload tcn_pointwise --workload enc_stft512 --workload enc_tasnet 2>/dev/null |
+        grep -E '^\| (tcn|enc)' >>"$OUT/bench.md"
+    done
+    if command -v ncu >/dev/null; then
+      echo "## ncu tcn_pointwise" >>"$OUT/bench.md"
+      timeout "$(budget 60)" ncu --clock-control none --section SpeedOfLight --section Occupancy \
+        --section LaunchStats -k regex:conv_gemm -c 1 "$BUILD/apps/bench_cuda/convbank-bench-cuda" \
+        --no-cudnn --workload tcn_pointwise --runs 20 2>&1 | grep -vE '^\|' | tail -60 >>"$OUT/bench.md"
+    fi
+  fi
+  stamp "bench: ${status[bench]}"
+fi
+
+if has parity && [ -x "$BUILD/apps/convbank" ]; then
+  stamp "PyTorch parity of the layer tools on cuda"
+  if PYTHONUNBUFFERED=1 timeout "$(budget 120)" python3 tests/tools/gpu_parity.py --app "$BUILD/apps/convbank" \
+       --count 20 --json "$OUT/parity.json" >"$OUT/parity.log" 2>&1; then
+    status[parity]=ok
+  else
+    status[parity]=FAIL
+  fi
+  stamp "parity: ${status[parity]} ($(tail -1 "$OUT/parity.log"))"
+fi
+
+if has sanitize && [ -x "$TESTS" ]; then
+  stamp "compute-sanitizer memcheck + racecheck on cuda:sanitize*"
+  status[sanitize]=ok
+  for tool in memcheck racecheck; do
+    echo "=== $tool ===" >>"$OUT/sanitize.log"
+    timeout "$(budget 75)" compute-sanitizer --tool "$tool" --error-exitcode 9 \
+      "$TESTS" --test-case='cuda:sanitize*' >>"$OUT/sanitize.log" 2>&1 || status[sanitize]=FAIL
+  done
+  stamp "sanitize: ${status[sanitize]}"
+fi
+
+if has test && [ -x "$TESTS" ]; then
+  stamp "ctest: the other (CPU) tests"
+  timeout "$(budget 120)" ctest --test-dir "$BUILD" -E '^cuda:' -j 12 --output-on-failure --timeout 110 \
+    >>"$OUT/ctest.log" 2>&1 || status[test]=FAIL
+  stamp "all tests: ${status[test]} ($(grep -E 'tests passed|tests failed' "$OUT/ctest.log" | tail -1))"
+fi
+
+{
+  echo
+  echo "## gpu-check summary ($(( $(date +%s) - start )) s)"
+  for s in build test sanitize parity bench; do
+    [ -n "${status[$s]:-}" ] && echo "- $s: ${status[$s]}"
+  done
+  [ -f "$OUT/ctest.log" ] && grep -E "tests passed|tests failed|grid:|slices|edges:|Failed|\*\*\*Failed" "$OUT/ctest.log" | head -40
+  [ -f "$OUT/sanitize.log" ] && grep -E "ERROR SUMMARY|=== " "$OUT/sanitize.log"
+  [ -f "$OUT/parity.log" ] && tail -1 "$OUT/parity.log"
+  [ -f "$OUT/bench.md" ] && grep -E "^\||^#" "$OUT/bench.md"
+} | tee -a "$OUT/summary.txt"
+for s in "${status[@]}"; do [ "$s" = ok ] || exit 1; done
+exit 0

@@ -1,0 +1,119 @@
+// Shared pieces of the CUDA convolution kernels: argument blocks passed by value to the
+// kernels, the padding-mode index map applied inside the loads (no padded copy of the input),
+// and launch checking that names the kernel and the shape.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <string>
+
+#include "convbank/error.hpp"
+#include "core/backend.hpp"
+
+namespace convbank::detail::cuda {
+
+// PaddingMode as a small integer the kernels switch on.
+enum PadMode : int { kPadZeros = 0, kPadReflect = 1, kPadReplicate = 2, kPadCircular = 3 };
+
+inline int to_pad_mode(PaddingMode m) {
+  switch (m) {
+    case PaddingMode::kReflect:
+      return kPadReflect;
+    case PaddingMode::kReplicate:
+      return kPadReplicate;
+    case PaddingMode::kCircular:
+      return kPadCircular;
+    case PaddingMode::kZeros:
+      break;
+  }
+  return kPadZeros;
+}
+
+// Reads x[pos] of a row of `n` frames as F.pad(mode) would present it. Positions outside the
+// padded range never reach here for valid outputs (core checked pad < n for reflect and
+// pad <= n for circular), but tiles also touch positions past the last output: those, and
+// anything the map cannot place, read as 0.
+__device__ __forceinline__ float load_padded(const float* __restrict__ row, std::int64_t pos,
+                                             std::int64_t n, int mode) {
+  if (static_cast<std::uint64_t>(pos) < static_cast<std::uint64_t>(n)) return __ldg(row + pos);
+  if (mode == kPadZeros) return 0.0f;
+  std::int64_t i = pos;
+  if (mode == kPadReflect) {
+    i = pos < 0 ? -pos : 2 * (n - 1) - pos;
+  } else if (mode == kPadReplicate) {
+    i = pos < 0 ? 0 : n - 1;
+  } else {  // circular: one wrap at most
+    i = pos < 0 ? pos + n : pos - n;
+  }
+  if (static_cast<std::uint64_t>(i) >= static_cast<std::uint64_t>(n)) return 0.0f;
+  return __ldg(row + i);
+}
+
+// "(N 32, Cin 64 -> Cout 128, frames 131072 -> 131070, K 3, stride 1, pad 0+0, dilation 1,
+// groups 1, zeros)".
+std::string shape_text(const Conv1dParams& p);
+std::string shape_text(const ConvTranspose1dParams& p);
+
+// Throws convbank::Error naming the kernel and the shape when the launch just made failed.
+void check_launch(const char* kernel, const std::string& shape);
+void check_cuda(cudaError_t status, const char* what);
+
+inline int num_sms() {
+  static const int count = [] {
+    int device = 0, sms = 0;
+    if (cudaGetDevice(&device) != cudaSuccess ||
+        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess) {
+      cudaGetLastError();
+      return 132;
+    }
+    return sms;
+  }();
+  return count;
+}
+
+// Grid extents are capped; kernels loop over the rest (64-bit work counts).
+constexpr std::int64_t kMaxGridX = 1LL << 30;
+constexpr std::int64_t kMaxGridYZ = 65535;
+
+inline unsigned grid_dim(std::int64_t want, std::int64_t cap) {
+  if (want < 1) want = 1;
+  return static_cast<unsigned>(want < cap ? want : cap);
+}
+
+// ---- launchers (one per kernel family), each in its own .cu ---------------------------------
+
+// Per-output direct kernels: every argument, any shape; coalesced along time.
+void launch_conv1d_direct(const Conv1dParams& p, TensorView<const float> x, const float* w,
+                          const float* bias, TensorView<float> y, cudaStream_t stream,
+                          const char* name);
+void launch_conv_transpose1d_direct(const ConvTranspose1dParams& p, TensorView<const float> x,
+                                    const float* w, const float* bias, TensorView<float> y,
+                                    cudaStream_t stream, const char* name);
+
+// Polyphase ConvTranspose1d for few output channels per group (dilation 1, stride >= 2).
+bool conv_transpose1d_narrow_supported(const ConvTranspose1dParams& p);
+void launch_conv_transpose1d_narrow(const ConvTranspose1dParams& p, TensorView<const float> x,
+                                    const float* w, const float* bias, TensorView<float> y,
+                                    cudaStream_t stream, const char* name);
+
+// Tile configurations of the FFMA implicit GEMM (rows x cols per block).
+enum class GemmTile { k128x128, k64x128, k32x128, k16x128 };
+void launch_conv1d_gemm(const Conv1dParams& p, TensorView<const float> x, const float* w,
+                        const float* bias, TensorView<float> y, cudaStream_t stream,
+                        GemmTile tile, const char* name);
+// Polyphase (dilation 1, any stride) or stride-1 (any dilation) ConvTranspose1d as a GEMM:
+// rows (out channel, phase), cols input-rate frames, reduction (in channel, tap of the phase).
+void launch_conv_transpose1d_gemm(const ConvTranspose1dParams& p, TensorView<const float> x,
+                                  const float* w, const float* bias, TensorView<float> y,
+                                  cudaStream_t stream, GemmTile tile, const char* name);
+
+// 1-D Winograd F(4,3), K = 3, stride 1, dilation 1.
+void launch_conv1d_winograd(const Conv1dParams& p, TensorView<const float> x, const float* w,
+                            const float* bias, TensorView<float> y, cudaStream_t stream,
+                            const char* name);
+void launch_conv_transpose1d_winograd(const ConvTranspose1dParams& p, TensorView<const float> x,
+                                      const float* w, const float* bias, TensorView<float> y,
+                                      cudaStream_t stream, const char* name);
+
+}  // namespace convbank::detail::cuda

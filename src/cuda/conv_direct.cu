@@ -1,0 +1,306 @@
+// The general kernels: one output element per thread-iteration, every argument supported.
+// Used for shapes the GEMM/Winograd kernels do not cover and for narrow ones where a GEMM tile
+// would be mostly empty (depthwise, out_channels/groups <= 4). A block covers 1024 consecutive
+// frames of one (batch, out channel) row; thread i takes frames i, i+256, i+512, i+768 so every
+// load and store instruction of a warp touches 32 consecutive frames (coalesced).
+#include <algorithm>
+
+#include "cuda/conv_common.cuh"
+
+namespace convbank::detail::cuda {
+
+namespace {
+
+constexpr int kDirectThreads = 256;
+constexpr int kDirectPerThread = 4;
+constexpr std::int64_t kDirectFrames = kDirectThreads * kDirectPerThread;
+
+struct DirectArgs {
+  const float* x;
+  std::int64_t x_bs, x_cs;
+  const float* w;
+  const float* bias;
+  float* y;
+  std::int64_t y_bs, y_cs;
+  std::int64_t out_channels, cin_g, cout_g;
+  std::int64_t kernel_size, stride, dilation, pad;  // pad: pad_left (conv) / padding (transpose)
+  std::int64_t in_frames, out_frames;
+  std::int64_t frame_blocks, items;  // items = batch * out_channels * frame_blocks
+  int mode;
+};
+
+__global__ void __launch_bounds__(kDirectThreads) conv1d_direct_coalesced_kernel(DirectArgs a) {
+  for (std::int64_t item = blockIdx.x; item < a.items; item += gridDim.x) {
+    const std::int64_t row = item / a.frame_blocks;
+    const std::int64_t t0 = (item - row * a.frame_blocks) * kDirectFrames + threadIdx.x;
+    const std::int64_t b = row / a.out_channels;
+    const std::int64_t o = row - b * a.out_channels;
+    const std::int64_t g = o / a.cout_g;
+    const float init = a.bias != nullptr ? __ldg(a.bias + o) : 0.0f;
+    float acc[kDirectPerThread];
+#pragma unroll
+    for (int c = 0; c < kDirectPerThread; ++c) acc[c] = init;
+    const float* wrow = a.w + o * a.cin_g * a.kernel_size;
+    for (std::int64_t ci = 0; ci < a.cin_g; ++ci) {
+      const float* xrow = a.x + b * a.x_bs + (g * a.cin_g + ci) * a.x_cs;
+      for (std::int64_t k = 0; k < a.kernel_size; ++k) {
+        const float wk = __ldg(wrow + ci * a.kernel_size + k);
+        const std::int64_t offset = k * a.dilation - a.pad;
+#pragma unroll
+        for (int c = 0; c < kDirectPerThread; ++c) {
+          const std::int64_t t = t0 + c * kDirectThreads;
+          // Frames past the end compute garbage-free zeros and are not stored.
+          const std::int64_t pos = t < a.out_frames ? t * a.stride + offset : -1 - a.in_frames * 4;
+          acc[c] = fmaf(wk, load_padded(xrow, pos, a.in_frames, a.mode), acc[c]);
+        }
+      }
+    }
+    float* yrow = a.y + b * a.y_bs + o * a.y_cs;
+#pragma unroll
+    for (int c = 0; c < kDirectPerThread; ++c) {
+      const std::int64_t t = t0 + c * kDirectThreads;
+      if (t < a.out_frames) yrow[t] = acc[c];
+    }
+  }
+}
+
+// Gather form of the transposed convolution: output t receives x[j] * w[k] for every
+// j * stride + k * dilation = t + padding; no zeros are inserted, no atomics are needed.
+__global__ void __launch_bounds__(kDirectThreads)
+    conv_transpose1d_direct_gather_kernel(DirectArgs a) {
+  for (std::int64_t item = blockIdx.x; item < a.items; item += gridDim.x) {
+    const std::int64_t row = item / a.frame_blocks;
+    const std::int64_t t0 = (item - row * a.frame_blocks) * kDirectFrames + threadIdx.x;
+    const std::int64_t b = row / a.out_channels;
+    const std::int64_t o = row - b * a.out_channels;
+    const std::int64_t g = o / a.cout_g;
+    const std::int64_t ol = o - g * a.cout_g;
+    const float init = a.bias != nullptr ? __ldg(a.bias + o) : 0.0f;
+    float acc[kDirectPerThread];
+#pragma unroll
+    for (int c = 0; c < kDirectPerThread; ++c) acc[c] = init;
+    for (std::int64_t ci = 0; ci < a.cin_g; ++ci) {
+      const std::int64_t cin = g * a.cin_g + ci;
+      const float* xrow = a.x + b * a.x_bs + cin * a.x_cs;
+      const float* wrow = a.w + (cin * a.cout_g + ol) * a.kernel_size;
+      for (std::int64_t k = 0; k < a.kernel_size; ++k) {
+        const float wk = __ldg(wrow + k);
+#pragma unroll
+        for (int c = 0; c < kDirectPerThread; ++c) {
+          const std::int64_t num = t0 + c * kDirectThreads + a.pad - k * a.dilation;
+          if (num >= 0 && num % a.stride == 0) {
+            const std::int64_t j = num / a.stride;
+            if (j < a.in_frames && t0 + c * kDirectThreads < a.out_frames) {
+              acc[c] = fmaf(wk, __ldg(xrow + j), acc[c]);
+            }
+          }
+        }
+      }
+    }
+    float* yrow = a.y + b * a.y_bs + o * a.y_cs;
+#pragma unroll
+    for (int c = 0; c < kDirectPerThread; ++c) {
+      const std::int64_t t = t0 + c * kDirectThreads;
+      if (t < a.out_frames) yrow[t] = acc[c];
+    }
+  }
+}
+
+
+// Polyphase ConvTranspose1d for few output channels per group (decoders: 512 -> 1, K 16,
+// stride 8): thread = one input-rate frame q and PH consecutive phases of one (batch, out
+// channel) row, i.e. PH consecutive output frames t = q * stride + phase - padding. Per
+// (in channel, tap m) it loads one input frame x[q - m] (coalesced along q across the warp) and
+// applies PH weights read as float4 broadcasts from shared memory, staged per channel chunk.
+// Dilation 1. Each output written once, no atomics.
+struct NarrowArgs {
+  const float* x;
+  std::int64_t x_bs, x_cs;
+  const float* w;
+  const float* bias;
+  float* y;
+  std::int64_t y_bs, y_cs;
+  std::int64_t rows;  // batch * out_channels
+  std::int64_t out_channels;
+  int cin_g, cout_g, K, P, T, chunk, phase_groups;
+  std::int64_t pad, q0, qcount, in_frames, out_frames, q_tiles;
+};
+
+constexpr int kNarrowThreads = 256;
+constexpr int kNarrowSmemFloats = 8192;
+
+template <int PH>
+__global__ void __launch_bounds__(kNarrowThreads)
+    conv_transpose1d_polyphase_narrow_kernel(NarrowArgs a) {
+  __shared__ __align__(16) float ws[kNarrowSmemFloats];
+  const int tid = threadIdx.x;
+  for (std::int64_t row = blockIdx.z; row < a.rows; row += gridDim.z) {
+    const std::int64_t b = row / a.out_channels;
+    const std::int64_t o = row - b * a.out_channels;
+    const std::int64_t g = o / a.cout_g;
+    const std::int64_t ol = o - g * a.cout_g;
+    for (int pg = blockIdx.y; pg < a.phase_groups; pg += gridDim.y) {
+      const int ph0 = pg * PH;
+      for (std::int64_t qt = blockIdx.x; qt < a.q_tiles; qt += gridDim.x) {
+        const std::int64_t qi = qt * kNarrowThreads + tid;
+        const std::int64_t q = a.q0 + qi;
+        float acc[PH];
+#pragma unroll
+        for (int j = 0; j < PH; ++j) acc[j] = 0.0f;
+        for (int c0 = 0; c0 < a.cin_g; c0 += a.chunk) {
+          const int cn = min(a.chunk, a.cin_g - c0);
+          __syncthreads();  // the previous chunk's weights are no longer read
+          for (int i = tid; i < cn * a.T * PH; i += kNarrowThreads) {
+            const int j = i % PH;
+            const int m = (i / PH) % a.T;
+            const int ci = i / (PH * a.T);
+            const int phase = ph0 + j;
+            const int k = phase + m * a.P;
+            float v = 0.0f;
+            if (phase < a.P && k < a.K) {
+              v = __ldg(a.w + ((g * a.cin_g + c0 + ci) * a.cout_g + ol) * a.K + k);
+            }
+            ws[i] = v;
+          }
+          __syncthreads();
+          if (qi < a.qcount) {
+            for (int ci = 0; ci < cn; ++ci) {
+              const float* xrow = a.x + b * a.x_bs + (g * a.cin_g + c0 + ci) * a.x_cs;
+              for (int m = 0; m < a.T; ++m) {
+                const std::int64_t pos = q - m;
+                const float xv = static_cast<std::uint64_t>(pos) <
+                                         static_cast<std::uint64_t>(a.in_frames)
+                                     ? __ldg(xrow + pos)
+                                     : 0.0f;
+                const float* wv = ws + (ci * a.T + m) * PH;
+#pragma unroll
+                for (int j4 = 0; j4 < PH / 4; ++j4) {
+                  const float4 w4 = *reinterpret_cast<const float4*>(wv + j4 * 4);
+                  acc[j4 * 4 + 0] = fmaf(w4.x, xv, acc[j4 * 4 + 0]);
+                  acc[j4 * 4 + 1] = fmaf(w4.y, xv, acc[j4 * 4 + 1]);
+                  acc[j4 * 4 + 2] = fmaf(w4.z, xv, acc[j4 * 4 + 2]);
+                  acc[j4 * 4 + 3] = fmaf(w4.w, xv, acc[j4 * 4 + 3]);
+                }
+              }
+            }
+          }
+        }
+        if (qi < a.qcount) {
+          const float bias = a.bias != nullptr ? __ldg(a.bias + o) : 0.0f;
+          float* yrow = a.y + b * a.y_bs + o * a.y_cs;
+#pragma unroll
+          for (int j = 0; j < PH; ++j) {
+            const std::int64_t t = q * a.P + ph0 + j - a.pad;
+            if (ph0 + j < a.P && t >= 0 && t < a.out_frames) yrow[t] = acc[j] + bias;
+          }
+        }
+      }
+    }
+  }
+}
+
+DirectArgs make_args(TensorView<const float> x, const float* w, const float* bias,
+                     TensorView<float> y, std::int64_t batch, std::int64_t out_channels,
+                     std::int64_t cin_g, std::int64_t cout_g, std::int64_t out_frames) {
+  DirectArgs a{};
+  a.x = x.data();
+  a.x_bs = x.batch_stride();
+  a.x_cs = x.channel_stride();
+  a.w = w;
+  a.bias = bias;
+  a.y = y.data();
+  a.y_bs = y.batch_stride();
+  a.y_cs = y.channel_stride();
+  a.out_channels = out_channels;
+  a.cin_g = cin_g;
+  a.cout_g = cout_g;
+  a.in_frames = x.frames();
+  a.out_frames = out_frames;
+  a.frame_blocks = (out_frames + kDirectFrames - 1) / kDirectFrames;
+  a.items = batch * out_channels * a.frame_blocks;
+  return a;
+}
+
+}  // namespace
+
+
+int narrow_phases_per_thread(std::int64_t stride) {
+  return stride >= 16 ? 16 : (stride >= 8 ? 8 : 4);
+}
+
+bool conv_transpose1d_narrow_supported(const ConvTranspose1dParams& p) {
+  if (p.dilation != 1 || p.stride < 2) return false;
+  const std::int64_t taps = (p.kernel_size + p.stride - 1) / p.stride;
+  return taps * narrow_phases_per_thread(p.stride) <= kNarrowSmemFloats;
+}
+
+void launch_conv_transpose1d_narrow(const ConvTranspose1dParams& p, TensorView<const float> x,
+                                    const float* w, const float* bias, TensorView<float> y,
+                                    cudaStream_t stream, const char* name) {
+  NarrowArgs a{};
+  a.x = x.data();
+  a.x_bs = x.batch_stride();
+  a.x_cs = x.channel_stride();
+  a.w = w;
+  a.bias = bias;
+  a.y = y.data();
+  a.y_bs = y.batch_stride();
+  a.y_cs = y.channel_stride();
+  a.out_channels = p.out_channels;
+  a.rows = p.batch * p.out_channels;
+  a.cin_g = static_cast<int>(p.in_channels / p.groups);
+  a.cout_g = static_cast<int>(p.out_channels / p.groups);
+  a.K = static_cast<int>(p.kernel_size);
+  a.P = static_cast<int>(p.stride);
+  a.T = static_cast<int>((p.kernel_size + p.stride - 1) / p.stride);
+  const int ph = narrow_phases_per_thread(p.stride);
+  a.chunk = std::max(1, kNarrowSmemFloats / (a.T * ph));
+  a.phase_groups = (a.P + ph - 1) / ph;
+  a.pad = p.padding;
+  a.q0 = p.padding / p.stride;
+  a.qcount = (p.out_frames - 1 + p.padding) / p.stride - a.q0 + 1;
+  a.in_frames = p.in_frames;
+  a.out_frames = p.out_frames;
+  a.q_tiles = (a.qcount + kNarrowThreads - 1) / kNarrowThreads;
+  const dim3 grid(grid_dim(a.q_tiles, kMaxGridX), grid_dim(a.phase_groups, kMaxGridYZ),
+                  grid_dim(a.rows, kMaxGridYZ));
+  if (ph == 16) {
+    conv_transpose1d_polyphase_narrow_kernel<16><<<grid, kNarrowThreads, 0, stream>>>(a);
+  } else if (ph == 8) {
+    conv_transpose1d_polyphase_narrow_kernel<8><<<grid, kNarrowThreads, 0, stream>>>(a);
+  } else {
+    conv_transpose1d_polyphase_narrow_kernel<4><<<grid, kNarrowThreads, 0, stream>>>(a);
+  }
+  check_launch(name, shape_text(p));
+}
+
+void launch_conv1d_direct(const Conv1dParams& p, TensorView<const float> x, const float* w,
+                          const float* bias, TensorView<float> y, cudaStream_t stream,
+                          const char* name) {
+  DirectArgs a = make_args(x, w, bias, y, p.batch, p.out_channels, p.in_channels / p.groups,
+                           p.out_channels / p.groups, p.out_frames);
+  a.kernel_size = p.kernel_size;
+  a.stride = p.stride;
+  a.dilation = p.dilation;
+  a.pad = p.pad_left;
+  a.mode = to_pad_mode(p.padding_mode);
+  conv1d_direct_coalesced_kernel<<<grid_dim(a.items, kMaxGridX), kDirectThreads, 0, stream>>>(a);
+  check_launch(name, shape_text(p));
+}
+
+void launch_conv_transpose1d_direct(const ConvTranspose1dParams& p, TensorView<const float> x,
+                                    const float* w, const float* bias, TensorView<float> y,
+                                    cudaStream_t stream, const char* name) {
+  DirectArgs a = make_args(x, w, bias, y, p.batch, p.out_channels, p.in_channels / p.groups,
+                           p.out_channels / p.groups, p.out_frames);
+  a.kernel_size = p.kernel_size;
+  a.stride = p.stride;
+  a.dilation = p.dilation;
+  a.pad = p.padding;
+  a.mode = kPadZeros;
+  conv_transpose1d_direct_gather_kernel<<<grid_dim(a.items, kMaxGridX), kDirectThreads, 0,
+                                          stream>>>(a);
+  check_launch(name, shape_text(p));
+}
+
+}  // namespace convbank::detail::cuda
