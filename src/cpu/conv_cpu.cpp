@@ -94,10 +94,32 @@ void fill_bias(float* row, std::int64_t count, const float* bias, std::int64_t c
 
 // Conv1d for groups with few channels: out[t] += w * x[t * stride + k * dilation - pad],
 // one output row and block of frames per task, vectorized along time.
+// Output row (b, o), frames [t0, t1), by the definition: y[t] = bias + sum over (c, k) of
+// w * x[t * stride + k * dilation - pad]. Vectorizes along time.
+void conv1d_direct_row(const Conv1dParams& p, TensorView<const float> x, std::int64_t pad_left,
+                       const float* weight, const float* bias, std::int64_t b, std::int64_t o,
+                       std::int64_t t0, std::int64_t t1, float* y) {
+  const std::int64_t cg = p.in_channels / p.groups;
+  const std::int64_t g = o / (p.out_channels / p.groups);
+  fill_bias(y + t0, t1 - t0, bias, o);
+  for (std::int64_t c = 0; c < cg; ++c) {
+    const float* xr = x.channel(b, g * cg + c);
+    for (std::int64_t k = 0; k < p.kernel_size; ++k) {
+      const float w = weight[(o * cg + c) * p.kernel_size + k];
+      const std::int64_t offset = k * p.dilation - pad_left;
+      const Range r = valid_outputs(offset, p.stride, x.frames(), t0, t1);
+      if (p.stride == 1) {
+        for (std::int64_t t = r.begin; t < r.end; ++t) y[t] += w * xr[t + offset];
+      } else {
+        for (std::int64_t t = r.begin; t < r.end; ++t) y[t] += w * xr[t * p.stride + offset];
+      }
+    }
+  }
+}
+
+// Groups with one or two channels (depthwise): the direct formula, one row and block per task.
 void conv1d_direct(const Conv1dParams& p, TensorView<const float> x, std::int64_t pad_left,
                    const float* weight, const float* bias, TensorView<float> out) {
-  const std::int64_t cg = p.in_channels / p.groups;
-  const std::int64_t og = p.out_channels / p.groups;
   const std::int64_t blocks = ceil_div(p.out_frames, kDirectBlockFrames);
   const std::int64_t rows = p.batch * p.out_channels;
   parallel_for(rows * blocks, [&](std::int64_t task, int) {
@@ -106,22 +128,7 @@ void conv1d_direct(const Conv1dParams& p, TensorView<const float> x, std::int64_
     const std::int64_t t1 = std::min(p.out_frames, t0 + kDirectBlockFrames);
     const std::int64_t b = row / p.out_channels;
     const std::int64_t o = row % p.out_channels;
-    const std::int64_t g = o / og;
-    float* y = out.channel(b, o);
-    fill_bias(y + t0, t1 - t0, bias, o);
-    for (std::int64_t c = 0; c < cg; ++c) {
-      const float* xr = x.channel(b, g * cg + c);
-      for (std::int64_t k = 0; k < p.kernel_size; ++k) {
-        const float w = weight[(o * cg + c) * p.kernel_size + k];
-        const std::int64_t offset = k * p.dilation - pad_left;
-        const Range r = valid_outputs(offset, p.stride, x.frames(), t0, t1);
-        if (p.stride == 1) {
-          for (std::int64_t t = r.begin; t < r.end; ++t) y[t] += w * xr[t + offset];
-        } else {
-          for (std::int64_t t = r.begin; t < r.end; ++t) y[t] += w * xr[t * p.stride + offset];
-        }
-      }
-    }
+    conv1d_direct_row(p, x, pad_left, weight, bias, b, o, t0, t1, out.channel(b, o));
   });
 }
 
@@ -314,6 +321,18 @@ void interleave4(const float* __restrict phases, std::int64_t stride, std::int64
   for (std::int64_t t = full * 4; t < n; ++t) y[t] = phases[(t & 3) * stride + (t >> 2)];
 }
 
+// NaN and Inf are the floats whose exponent bits are all ones. An integer max over the
+// exponent fields vectorizes (a float sum would not, without reassociation).
+bool all_finite(const float* x, std::int64_t n) {
+  std::uint32_t exponent = 0;
+  for (std::int64_t i = 0; i < n; ++i) {
+    std::uint32_t bits;
+    std::memcpy(&bits, x + i, sizeof bits);
+    exponent = std::max(exponent, bits & 0x7f800000u);
+  }
+  return exponent != 0x7f800000u;
+}
+
 bool use_winograd(const Conv1dParams& p) {
   return p.kernel_size == 3 && p.stride == 1 && p.dilation == 1 && p.in_channels / p.groups >= 16 &&
          p.out_channels / p.groups >= 16 && p.out_frames >= 64;
@@ -369,6 +388,7 @@ void conv1d_winograd(const Conv1dParams& p, TensorView<const float> x, std::int6
     float* phases = seg + seg_len;                  // 4 x (tiles + 1) de-interleaved values
     float* row = phases + kWinoTile * (tiles + 1);  // one output row before streaming
     const std::int64_t stride_v = cg * nt;
+    bool finite = true;
     const std::int64_t stride_m = og * nt;
     for (std::int64_t c = 0; c < cg; ++c) {
       const float* xr = x.channel(b, g * cg + c);
@@ -379,7 +399,16 @@ void conv1d_winograd(const Conv1dParams& p, TensorView<const float> x, std::int6
       std::memcpy(seg + r.begin, xr + first + r.begin,
                   static_cast<std::size_t>(r.end - r.begin) * sizeof(float));
       std::fill(seg + r.end, seg + len, 0.0f);
+      finite = finite && all_finite(seg + r.begin, r.end - r.begin);
       winograd_input_tile(seg, nt, v + c * nt, stride_v, phases);
+    }
+    if (!finite) {
+      // The transforms mix the samples of a tile, so one NaN or Inf would reach outputs that do
+      // not read it (and Inf - Inf makes NaN). PyTorch's semantics need the direct formula here.
+      for (std::int64_t o = g * og; o < (g + 1) * og; ++o) {
+        conv1d_direct_row(p, x, pad_left, weight, bias, b, o, t0, t0 + tn, out.channel(b, o));
+      }
+      return;
     }
     for (int xi = 0; xi < kWinoPoints; ++xi) {
       ConstRowMap uw(u.data() + (g * kWinoPoints + xi) * og * cg, og, cg);
