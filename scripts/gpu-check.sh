@@ -9,6 +9,8 @@
 #   scripts/gpu-check.sh                       # everything
 #   STAGES="build bench" scripts/gpu-check.sh  # a subset: build test sanitize parity bench
 #   BENCH_ARGS="--workload seedB" scripts/gpu-check.sh
+#   TEST_CASES='cuda:sanitize*' STAGES="build test bench" BENCH_ARGS="--workload dec_tasnet" \
+#     scripts/gpu-check.sh   # quick iteration: only these doctest cases, no CPU tests
 set -u -o pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/gpu-check-out}
@@ -50,7 +52,15 @@ if has build; then
 fi
 
 TESTS=$BUILD/tests/convbank_tests
-if has test && [ -x "$TESTS" ]; then
+TEST_CASES=${TEST_CASES:-}
+if has test && [ -x "$TESTS" ] && [ -n "$TEST_CASES" ]; then
+  stamp "doctest cases '$TEST_CASES' only"
+  status[test]=ok
+  timeout "$(budget 220)" "$TESTS" --test-case="$TEST_CASES" --success=false -s >"$OUT/ctest.log" 2>&1 ||
+    status[test]=FAIL
+  grep -E "MESSAGE|non-finite|kernel|ERROR|FAILED|test cases" "$OUT/ctest.log" | tail -40
+  stamp "selected tests: ${status[test]}"
+elif has test && [ -x "$TESTS" ]; then
   stamp "cuda:* tests (ctest -R '^cuda:' -V: their messages carry worst errors, kernels, slices)"
   status[test]=ok
   timeout "$(budget 220)" ctest --test-dir "$BUILD" -R '^cuda:' -V --timeout 215 >"$OUT/ctest.log" 2>&1 ||
@@ -109,7 +119,7 @@ if has sanitize && [ -x "$TESTS" ]; then
   stamp "sanitize: ${status[sanitize]}"
 fi
 
-if has test && [ -x "$TESTS" ]; then
+if has test && [ -x "$TESTS" ] && [ -z "$TEST_CASES" ]; then
   stamp "ctest: the other (CPU) tests"
   timeout "$(budget 120)" ctest --test-dir "$BUILD" -E '^cuda:' -j 12 --output-on-failure --timeout 110 \
     >>"$OUT/ctest.log" 2>&1 || status[test]=FAIL
@@ -122,7 +132,7 @@ fi
   for s in build test sanitize parity bench; do
     [ -n "${status[$s]:-}" ] && echo "- $s: ${status[$s]}"
   done
-  [ -f "$OUT/ctest.log" ] && grep -E "tests passed|tests failed|grid:|slices|edges:|Failed|\*\*\*Failed" "$OUT/ctest.log" | head -40
+  [ -f "$OUT/ctest.log" ] && grep -E "tests passed|tests failed|grid:|slices|edges:|non-finite|Failed|\*\*\*Failed|test cases:" "$OUT/ctest.log" | head -50
   [ -f "$OUT/sanitize.log" ] && grep -E "ERROR SUMMARY|=== " "$OUT/sanitize.log"
   [ -f "$OUT/parity.log" ] && tail -1 "$OUT/parity.log"
   [ -f "$OUT/bench.md" ] && grep -E "^\||^#" "$OUT/bench.md"

@@ -14,7 +14,9 @@ namespace {
 using convbank::PaddingMode;
 using convbank::Shape;
 
-std::int64_t positive_mod(std::int64_t a, std::int64_t n) { return ((a % n) + n) % n; }
+std::int64_t positive_mod(std::int64_t a, std::int64_t n) {
+  return ((a % n) + n) % n;
+}
 
 // Index into the unpadded input that padded position i (i in [-left, length + right)) reads,
 // as torch.nn.functional.pad computes it; -1 means "a zero".

@@ -47,21 +47,21 @@ constexpr double kCopyBandwidth = 4.3e12;  // H200 device copy, read + write (wo
 constexpr double kFfmaPeak = 67e12;        // H200 fp32 FFMA datasheet
 constexpr double kL2Bytes = 60e6;
 
-#define CUDA_CHECK(call)                                                                   \
-  do {                                                                                     \
-    const cudaError_t status_ = (call);                                                    \
-    if (status_ != cudaSuccess) {                                                          \
+#define CUDA_CHECK(call)                                                                 \
+  do {                                                                                   \
+    const cudaError_t status_ = (call);                                                  \
+    if (status_ != cudaSuccess) {                                                        \
       throw std::runtime_error(std::string(#call) + ": " + cudaGetErrorString(status_)); \
-    }                                                                                      \
+    }                                                                                    \
   } while (0)
 
 #ifdef CONVBANK_HAVE_CUDNN
-#define CUDNN_CHECK(call)                                                                    \
-  do {                                                                                       \
-    const cudnnStatus_t status_ = (call);                                                    \
-    if (status_ != CUDNN_STATUS_SUCCESS) {                                                   \
-      throw std::runtime_error(std::string(#call) + ": " + cudnnGetErrorString(status_));  \
-    }                                                                                        \
+#define CUDNN_CHECK(call)                                                                 \
+  do {                                                                                    \
+    const cudnnStatus_t status_ = (call);                                                 \
+    if (status_ != CUDNN_STATUS_SUCCESS) {                                                \
+      throw std::runtime_error(std::string(#call) + ": " + cudnnGetErrorString(status_)); \
+    }                                                                                     \
   } while (0)
 #endif
 
@@ -98,15 +98,16 @@ std::string shape_string(const Problem& p) {
 }
 
 void fill_hash(float* p, std::int64_t n, std::uint64_t seed, float scale = 1.0f) {
-  const int threads = std::max(1, std::min(16, static_cast<int>(std::thread::hardware_concurrency())));
+  const int threads =
+      std::max(1, std::min(16, static_cast<int>(std::thread::hardware_concurrency())));
   std::vector<std::thread> pool;
   const std::int64_t chunk = (n + threads - 1) / threads;
   for (int t = 0; t < threads; ++t) {
     pool.emplace_back([=] {
       const std::int64_t lo = t * chunk, hi = std::min(n, lo + chunk);
       for (std::int64_t i = lo; i < hi; ++i) {
-        std::uint64_t z = (static_cast<std::uint64_t>(i) + seed * 0x9E3779B97F4A7C15ULL) *
-                          0xBF58476D1CE4E5B9ULL;
+        std::uint64_t z =
+            (static_cast<std::uint64_t>(i) + seed * 0x9E3779B97F4A7C15ULL) * 0xBF58476D1CE4E5B9ULL;
         z ^= z >> 31;
         z *= 0x94D049BB133111EBULL;
         z ^= z >> 29;
@@ -127,7 +128,8 @@ double ref_at(const Problem& w, const float* x, const float* wt, std::int64_t b,
     for (std::int64_t k = 0; k < w.k; ++k) {
       if (!w.transposed) {
         const std::int64_t i = t * w.stride + k * w.dilation - w.padding;
-        if (i >= 0 && i < w.frames) acc += static_cast<double>(wt[(co * cg + c) * w.k + k]) * row[i];
+        if (i >= 0 && i < w.frames)
+          acc += static_cast<double>(wt[(co * cg + c) * w.k + k]) * row[i];
       } else {
         const std::int64_t num = t + w.padding - k * w.dilation;
         if (num < 0 || num % w.stride != 0) continue;
@@ -169,7 +171,8 @@ double slice_l2(const Slice& s, const std::vector<float>& y, std::int64_t C, std
     for (auto c : s.c)
       for (auto [t0, t1] : s.t)
         for (std::int64_t t = t0; t < t1; ++t, ++i) {
-          const double d = static_cast<double>(y[static_cast<std::size_t>((b * C + c) * T + t)]) - s.ref[i];
+          const double d =
+              static_cast<double>(y[static_cast<std::size_t>((b * C + c) * T + t)]) - s.ref[i];
           num += d * d;
           den += s.ref[i] * s.ref[i];
         }
@@ -223,8 +226,8 @@ Result run_problem(const Problem& p, int runs, bool use_cudnn) {
   r.p = p;
   const std::int64_t T = out_frames(p);
   const Shape in{p.n, p.cin, p.frames}, out{p.n, p.cout, T};
-  const Shape ws = p.transposed ? Shape{p.cin, p.cout / p.groups, p.k}
-                                : Shape{p.cout, p.cin / p.groups, p.k};
+  const Shape ws =
+      p.transposed ? Shape{p.cin, p.cout / p.groups, p.k} : Shape{p.cout, p.cin / p.groups, p.k};
   const double macs = p.transposed ? double(p.n) * p.cin * p.frames * (p.cout / p.groups) * p.k
                                    : double(p.n) * p.cout * T * (p.cin / p.groups) * p.k;
   r.gflop = 2.0 * macs / 1e9;
@@ -243,25 +246,34 @@ Result run_problem(const Problem& p, int runs, bool use_cudnn) {
   cudaStream_t stream;
   CUDA_CHECK(cudaStreamCreate(&stream));
   std::function<void(int)> ours;
-  convbank::Conv1d conv({.in_channels = p.cin, .out_channels = p.cout, .kernel_size = p.k,
+  convbank::Conv1d conv({.in_channels = p.cin,
+                         .out_channels = p.cout,
+                         .kernel_size = p.k,
                          .stride = p.transposed ? 1 : p.stride,
                          .padding = p.transposed ? 0 : p.padding,
                          .dilation = p.transposed ? 1 : p.dilation,
-                         .groups = p.transposed ? 1 : p.groups, .bias = false});
-  convbank::ConvTranspose1d convt({.in_channels = p.cin, .out_channels = p.cout,
-                                   .kernel_size = p.k, .stride = p.stride, .padding = p.padding,
-                                   .groups = p.groups, .bias = false, .dilation = p.dilation});
+                         .groups = p.transposed ? 1 : p.groups,
+                         .bias = false});
+  convbank::ConvTranspose1d convt({.in_channels = p.cin,
+                                   .out_channels = p.cout,
+                                   .kernel_size = p.k,
+                                   .stride = p.stride,
+                                   .padding = p.padding,
+                                   .groups = p.groups,
+                                   .bias = false,
+                                   .dilation = p.dilation});
   if (p.transposed) {
     convt.set_weight(wh.view());
-    convbank::detail::ConvTranspose1dParams q{p.n, p.cin, p.cout, p.k, p.stride, p.dilation,
-                                              p.groups, p.padding, 0, p.frames, T};
+    convbank::detail::ConvTranspose1dParams q{
+        p.n, p.cin, p.cout, p.k, p.stride, p.dilation, p.groups, p.padding, 0, p.frames, T};
     r.kernel = convbank::detail::cuda::conv_transpose1d_kernel_name(q);
     ours = [&](int i) { convt.forward(xs[i % buffers].view(), y.view(), stream); };
   } else {
     conv.set_weight(wh.view());
-    convbank::detail::Conv1dParams q{p.n, p.cin, p.cout, p.k, p.stride, p.dilation, p.groups,
-                                     p.padding, p.padding, convbank::PaddingMode::kZeros,
-                                     p.frames, T};
+    convbank::detail::Conv1dParams q{
+        p.n,        p.cin,    p.cout,    p.k,       p.stride,
+        p.dilation, p.groups, p.padding, p.padding, convbank::PaddingMode::kZeros,
+        p.frames,   T};
     r.kernel = convbank::detail::cuda::conv1d_kernel_name(q);
     ours = [&](int i) { conv.forward(xs[i % buffers].view(), y.view(), stream); };
   }
@@ -301,8 +313,8 @@ Result run_problem(const Problem& p, int runs, bool use_cudnn) {
                                            int(p.cin), 1, int(p.frames)));
     CUDNN_CHECK(cudnnSetTensor4dDescriptor(yd, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, int(p.n),
                                            int(p.cout), 1, int(T)));
-    CUDNN_CHECK(cudnnSetFilter4dDescriptor(wd, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW,
-                                           int(ws.batch), int(ws.channels), 1, int(p.k)));
+    CUDNN_CHECK(cudnnSetFilter4dDescriptor(wd, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, int(ws.batch),
+                                           int(ws.channels), 1, int(p.k)));
     CUDNN_CHECK(cudnnSetConvolution2dDescriptor(cd, 0, int(p.padding), 1, int(p.stride), 1,
                                                 int(p.dilation), CUDNN_CROSS_CORRELATION,
                                                 CUDNN_DATA_FLOAT));
@@ -345,9 +357,9 @@ Result run_problem(const Problem& p, int runs, bool use_cudnn) {
         cudnnConvolutionBwdDataAlgoPerf_t perf[16];
         int count = 0;
         // dy = our input (N, Cin, 1, L), dx = our output (N, Cout, 1, T).
-        CUDNN_CHECK(cudnnFindConvolutionBackwardDataAlgorithmEx(
-            h, wd, wdv.data(), xd, xs[0].data(), cd, yd, y2.data(), 16, &count, perf, workspace,
-            ws_bytes));
+        CUDNN_CHECK(cudnnFindConvolutionBackwardDataAlgorithmEx(h, wd, wdv.data(), xd, xs[0].data(),
+                                                                cd, yd, y2.data(), 16, &count, perf,
+                                                                workspace, ws_bytes));
         int best = -1;
         for (int i = 0; i < count && best < 0; ++i) {
           if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory <= ws_bytes &&
@@ -358,7 +370,8 @@ Result run_problem(const Problem& p, int runs, bool use_cudnn) {
         if (best < 0) throw std::runtime_error("cuDNN found no backward-data algorithm");
         const cudnnConvolutionBwdDataAlgo_t a = perf[best].algo;
         const cudnnMathType_t mt = perf[best].mathType;
-        algo = "bwd_data_algo_" + std::to_string(int(a)) + (mt == CUDNN_FMA_MATH ? "_fma" : "_tensorop");
+        algo = "bwd_data_algo_" + std::to_string(int(a)) +
+               (mt == CUDNN_FMA_MATH ? "_fma" : "_tensorop");
         run = [&, a](int i) {
           CUDNN_CHECK(cudnnConvolutionBackwardData(h, &one, wd, wdv.data(), xd,
                                                    xs[i % buffers].data(), cd, a, workspace,
@@ -511,23 +524,24 @@ int main(int argc, char** argv) {
       const double mem_floor = r.bytes / kCopyBandwidth * 1e3;
       const double ffma_floor = r.gflop * 1e9 / kFfmaPeak * 1e3;
       const double floor = std::max(mem_floor, ffma_floor);
-      std::printf("| %s | %s | %s | %s | %s | %s | %s | %s%% (%s) | %s | %s | %s | %s%s | %s | %s | %s |\n",
-                  r.p.name.c_str(), r.p.transposed ? "ConvTranspose1d" : "Conv1d",
-                  shape_string(r.p).c_str(), r.kernel.c_str(), fmt(r.ours_ms).c_str(),
-                  fmt(r.gflop / r.ours_ms * 1e3, 0).c_str(),
-                  fmt(r.bytes / r.ours_ms / 1e6, 0).c_str(), fmt(100.0 * floor / r.ours_ms, 0).c_str(),
-                  mem_floor > ffma_floor ? "mem" : "FFMA",
-                  r.have_cudnn ? fmt(r.cudnn_ms).c_str() : "n/a",
-                  r.have_cudnn ? (fmt(r.cudnn_ms / r.ours_ms, 2) + "x").c_str() : "n/a",
-                  r.have_cudnn ? sci(r.max_rel_diff).c_str() : "n/a", sci(r.ours_l2).c_str(),
-                  r.ours_all_written ? "" : " UNWRITTEN OUTPUTS",
-                  r.have_cudnn ? sci(r.cudnn_l2).c_str() : "n/a",
-                  r.have_cudnn ? fmt(r.tf32_ms).c_str() : "n/a",
-                  r.have_cudnn ? sci(r.tf32_l2).c_str() : "n/a");
+      std::printf(
+          "| %s | %s | %s | %s | %s | %s | %s | %s%% (%s) | %s | %s | %s | %s%s | %s | %s | %s |\n",
+          r.p.name.c_str(), r.p.transposed ? "ConvTranspose1d" : "Conv1d",
+          shape_string(r.p).c_str(), r.kernel.c_str(), fmt(r.ours_ms).c_str(),
+          fmt(r.gflop / r.ours_ms * 1e3, 0).c_str(), fmt(r.bytes / r.ours_ms / 1e6, 0).c_str(),
+          fmt(100.0 * floor / r.ours_ms, 0).c_str(), mem_floor > ffma_floor ? "mem" : "FFMA",
+          r.have_cudnn ? fmt(r.cudnn_ms).c_str() : "n/a",
+          r.have_cudnn ? (fmt(r.cudnn_ms / r.ours_ms, 2) + "x").c_str() : "n/a",
+          r.have_cudnn ? sci(r.max_rel_diff).c_str() : "n/a", sci(r.ours_l2).c_str(),
+          r.ours_all_written ? "" : " UNWRITTEN OUTPUTS",
+          r.have_cudnn ? sci(r.cudnn_l2).c_str() : "n/a",
+          r.have_cudnn ? fmt(r.tf32_ms).c_str() : "n/a",
+          r.have_cudnn ? sci(r.tf32_l2).c_str() : "n/a");
     }
-    std::printf("\nfloors: memory = (input + output + weights) bytes / %.1f TB/s, FFMA = FLOP / %.0f "
-                "TFLOP/s; %% of floor = floor / ours. Accuracy bar: rel L2 <= 1e-6.\n",
-                kCopyBandwidth / 1e12, kFfmaPeak / 1e12);
+    std::printf(
+        "\nfloors: memory = (input + output + weights) bytes / %.1f TB/s, FFMA = FLOP / %.0f "
+        "TFLOP/s; %% of floor = floor / ours. Accuracy bar: rel L2 <= 1e-6.\n",
+        kCopyBandwidth / 1e12, kFfmaPeak / 1e12);
 
     if (!json_path.empty()) {
       std::ofstream js(json_path);

@@ -126,14 +126,13 @@ PaddingMode parse_padding_mode(std::string_view text, std::string_view what) {
 Padding Padding::parse(std::string_view text, std::string_view what) {
   if (text == "same") return same();
   if (text == "valid") return valid();
+  // At most 18 digits, so the value cannot overflow int64 while it is accumulated.
   std::int64_t value = 0;
   bool digits = !text.empty() && text.size() <= 18;
-  for (char ch : text) {
-    if (ch < '0' || ch > '9') {
-      digits = false;
-      break;
-    }
-    value = value * 10 + (ch - '0');
+  for (std::size_t i = 0; digits && i < text.size(); ++i) {
+    const char ch = text[i];
+    digits = ch >= '0' && ch <= '9';
+    value = digits ? value * 10 + (ch - '0') : value;
   }
   if (!digits) {
     throw Error(std::string(what) + " must be a non-negative integer, 'same' or 'valid', got '" +
@@ -206,7 +205,8 @@ void Conv1d::set_bias(TensorView<const float> bias) {
 
 std::int64_t Conv1d::output_frames(std::int64_t input_frames) const {
   const char* L = "Conv1d";
-  require_at_least(L, "input frames", input_frames, 0);
+  // PyTorch: "Only zero batch or zero channel inputs are supported".
+  require_at_least(L, "input frames", input_frames, 1);
   if (options_.padding_mode == PaddingMode::kReflect &&
       (pad_left_ >= input_frames || pad_right_ >= input_frames) &&
       (pad_left_ > 0 || pad_right_ > 0)) {
@@ -218,10 +218,6 @@ std::int64_t Conv1d::output_frames(std::int64_t input_frames) const {
     fail(L, "circular padding (left " + str(pad_left_) + ", right " + str(pad_right_) +
                 ") must not exceed the input length " + str(input_frames) +
                 " (it would wrap around more than once)");
-  }
-  if (options_.padding_mode == PaddingMode::kReplicate && input_frames == 0 &&
-      (pad_left_ > 0 || pad_right_ > 0)) {
-    fail(L, "replicate padding needs at least one input frame, got 0");
   }
   const std::int64_t padded = input_frames + pad_left_ + pad_right_;
   const std::int64_t span = options_.dilation * (options_.kernel_size - 1) + 1;

@@ -23,8 +23,7 @@ std::size_t checked_bytes(const Shape& shape) {
   if (__builtin_mul_overflow(static_cast<std::size_t>(shape.batch),
                              static_cast<std::size_t>(shape.channels), &n) ||
       __builtin_mul_overflow(n, static_cast<std::size_t>(shape.frames), &n) ||
-      __builtin_mul_overflow(n, sizeof(float), &n) ||
-      n > static_cast<std::size_t>(INT64_MAX)) {
+      __builtin_mul_overflow(n, sizeof(float), &n) || n > static_cast<std::size_t>(INT64_MAX)) {
     throw Error("Tensor: shape " + to_string(shape) + " is too large to address");
   }
   return n;

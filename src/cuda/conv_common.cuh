@@ -97,16 +97,35 @@ void launch_conv_transpose1d_narrow(const ConvTranspose1dParams& p, TensorView<c
                                     const float* w, const float* bias, TensorView<float> y,
                                     cudaStream_t stream, const char* name);
 
+// Split-reduction decoder for few output channels per group: dilation 1, stride 2..16, K a
+// multiple of the stride, K / stride <= 4 taps (conv_direct.cu).
+bool conv_transpose1d_splitk_supported(const ConvTranspose1dParams& p);
+void launch_conv_transpose1d_splitk(const ConvTranspose1dParams& p, TensorView<const float> x,
+                                    const float* w, const float* bias, TensorView<float> y,
+                                    cudaStream_t stream, const char* name);
+
 // Tile configurations of the FFMA implicit GEMM (rows x cols per block).
 enum class GemmTile { k128x128, k64x128, k32x128, k16x128 };
 void launch_conv1d_gemm(const Conv1dParams& p, TensorView<const float> x, const float* w,
-                        const float* bias, TensorView<float> y, cudaStream_t stream,
-                        GemmTile tile, const char* name);
+                        const float* bias, TensorView<float> y, cudaStream_t stream, GemmTile tile,
+                        const char* name);
 // Polyphase (dilation 1, any stride) or stride-1 (any dilation) ConvTranspose1d as a GEMM:
 // rows (out channel, phase), cols input-rate frames, reduction (in channel, tap of the phase).
 void launch_conv_transpose1d_gemm(const ConvTranspose1dParams& p, TensorView<const float> x,
                                   const float* w, const float* bias, TensorView<float> y,
                                   cudaStream_t stream, GemmTile tile, const char* name);
+
+// GEMM v2 (conv_gemm_v2.cu): linear operand maps, no per-element decode. Conv1d with zeros
+// padding and in/groups * K >= 32; ConvTranspose1d with one output channel per group, dilation
+// 1, stride >= 32 and K a multiple of the stride (rows = phases).
+bool conv1d_gemm_v2_supported(const Conv1dParams& p);
+bool conv_transpose1d_gemm_v2_supported(const ConvTranspose1dParams& p);
+void launch_conv1d_gemm_v2(const Conv1dParams& p, TensorView<const float> x, const float* w,
+                           const float* bias, TensorView<float> y, cudaStream_t stream,
+                           GemmTile tile, const char* name);
+void launch_conv_transpose1d_gemm_v2(const ConvTranspose1dParams& p, TensorView<const float> x,
+                                     const float* w, const float* bias, TensorView<float> y,
+                                     cudaStream_t stream, GemmTile tile, const char* name);
 
 // 1-D Winograd F(4,3), K = 3, stride 1, dilation 1.
 void launch_conv1d_winograd(const Conv1dParams& p, TensorView<const float> x, const float* w,

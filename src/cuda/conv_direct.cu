@@ -106,7 +106,6 @@ __global__ void __launch_bounds__(kDirectThreads)
   }
 }
 
-
 // Polyphase ConvTranspose1d for few output channels per group (decoders: 512 -> 1, K 16,
 // stride 8): thread = one input-rate frame q and PH consecutive phases of one (batch, out
 // channel) row, i.e. PH consecutive output frames t = q * stride + phase - padding. Per
@@ -168,10 +167,10 @@ __global__ void __launch_bounds__(kNarrowThreads)
               const float* xrow = a.x + b * a.x_bs + (g * a.cin_g + c0 + ci) * a.x_cs;
               for (int m = 0; m < a.T; ++m) {
                 const std::int64_t pos = q - m;
-                const float xv = static_cast<std::uint64_t>(pos) <
-                                         static_cast<std::uint64_t>(a.in_frames)
-                                     ? __ldg(xrow + pos)
-                                     : 0.0f;
+                const float xv =
+                    static_cast<std::uint64_t>(pos) < static_cast<std::uint64_t>(a.in_frames)
+                        ? __ldg(xrow + pos)
+                        : 0.0f;
                 const float* wv = ws + (ci * a.T + m) * PH;
 #pragma unroll
                 for (int j4 = 0; j4 < PH / 4; ++j4) {
@@ -193,6 +192,130 @@ __global__ void __launch_bounds__(kNarrowThreads)
             const std::int64_t t = q * a.P + ph0 + j - a.pad;
             if (ph0 + j < a.P && t >= 0 && t < a.out_frames) yrow[t] = acc[j] + bias;
           }
+        }
+      }
+    }
+  }
+}
+
+// Split-reduction decoder (one or a few output channels per group, dilation 1, stride P <= 16,
+// K a multiple of P so every (phase, tap) is a real weight, T = K / P <= 4 taps): memory-bound,
+// every input frame is read once. A block owns QB = 32 * NQ consecutive input-rate frames q of
+// one (batch, out channel) row and all P phases, i.e. QB * P consecutive output frames. Its 8
+// warps split the input channels (warp w takes w, w + 8, ...); lane l owns q = qb + l + 32 i
+// (coalesced loads, NQ * T independent loads per channel, two channels unrolled) and PH phase
+// accumulators per q, with the channel's weights read as float4 broadcasts from shared memory.
+// The 8 partial sums per output are reduced through shared memory, and the block's outputs are
+// written contiguously. out[t = q P + ph - pad] = sum_c sum_m w[c][o][ph + m P] x[c][q - m].
+constexpr int kSplitThreads = 256;
+constexpr int kSplitWarps = kSplitThreads / 32;
+constexpr int kSplitMaxT = 4;
+constexpr int kSplitSmemFloats = 9216;  // max(8 warps * QB * (PH + 1)) over the instantiations
+
+struct SplitArgs {
+  const float* x;
+  std::int64_t x_bs, x_cs;
+  const float* w;
+  const float* bias;
+  float* y;
+  std::int64_t y_bs, y_cs;
+  std::int64_t rows, out_channels;
+  int cin_g, cout_g, K, P, T, chunk;
+  std::int64_t pad, q0, qcount, in_frames, out_frames, q_tiles;
+};
+
+template <int PH, int NQ>
+__global__ void __launch_bounds__(kSplitThreads, 2)
+    conv_transpose1d_polyphase_splitk_kernel(SplitArgs a) {
+  constexpr int QB = 32 * NQ;
+  static_assert(kSplitWarps * QB * (PH + 1) <= kSplitSmemFloats, "reduction buffer");
+  __shared__ __align__(16) float sm[kSplitSmemFloats];
+  const int tid = threadIdx.x;
+  const int lane = tid & 31;
+  const int warp = tid >> 5;
+  for (std::int64_t row = blockIdx.z; row < a.rows; row += gridDim.z) {
+    const std::int64_t b = row / a.out_channels;
+    const std::int64_t o = row - b * a.out_channels;
+    const std::int64_t g = o / a.cout_g;
+    const std::int64_t ol = o - g * a.cout_g;
+    const float* xg = a.x + b * a.x_bs + g * a.cin_g * a.x_cs;
+    for (std::int64_t qt = blockIdx.x; qt < a.q_tiles; qt += gridDim.x) {
+      const std::int64_t qb = a.q0 + qt * QB;
+      // Every frame this tile reads (qb - T + 1 .. qb + QB - 1) lies inside the input.
+      const bool interior = qb - a.T + 1 >= 0 && qb + QB <= a.in_frames;
+      float acc[NQ][PH];
+#pragma unroll
+      for (int i = 0; i < NQ; ++i)
+#pragma unroll
+        for (int j = 0; j < PH; ++j) acc[i][j] = 0.0f;
+      for (int c0 = 0; c0 < a.cin_g; c0 += a.chunk) {
+        const int cn = min(a.chunk, a.cin_g - c0);
+        __syncthreads();  // the previous chunk's weights (or tile's reduction) are done
+        for (int i = tid; i < cn * a.T * PH; i += kSplitThreads) {
+          const int j = i % PH;
+          const int m = (i / PH) % a.T;
+          const int ci = i / (PH * a.T);
+          float v = 0.0f;
+          if (j < a.P)
+            v = __ldg(a.w + ((g * a.cin_g + c0 + ci) * a.cout_g + ol) * a.K + j + m * a.P);
+          sm[i] = v;
+        }
+        __syncthreads();
+#pragma unroll 2
+        for (int ci = warp; ci < cn; ci += kSplitWarps) {
+          const float* xp = xg + static_cast<std::int64_t>(c0 + ci) * a.x_cs + qb + lane;
+          float xv[NQ][kSplitMaxT];
+#pragma unroll
+          for (int i = 0; i < NQ; ++i) {
+#pragma unroll
+            for (int m = 0; m < kSplitMaxT; ++m) {
+              const int d = 32 * i - m;
+              float v = 0.0f;
+              if (m < a.T && (interior || static_cast<std::uint64_t>(qb + lane + d) <
+                                              static_cast<std::uint64_t>(a.in_frames))) {
+                v = __ldg(xp + d);
+              }
+              xv[i][m] = v;
+            }
+          }
+#pragma unroll
+          for (int m = 0; m < kSplitMaxT; ++m) {
+            if (m < a.T) {
+              const float* wv = sm + (ci * a.T + m) * PH;
+#pragma unroll
+              for (int j4 = 0; j4 < PH / 4; ++j4) {
+                const float4 w4 = *reinterpret_cast<const float4*>(wv + j4 * 4);
+#pragma unroll
+                for (int i = 0; i < NQ; ++i) {
+                  acc[i][j4 * 4 + 0] = fmaf(w4.x, xv[i][m], acc[i][j4 * 4 + 0]);
+                  acc[i][j4 * 4 + 1] = fmaf(w4.y, xv[i][m], acc[i][j4 * 4 + 1]);
+                  acc[i][j4 * 4 + 2] = fmaf(w4.z, xv[i][m], acc[i][j4 * 4 + 2]);
+                  acc[i][j4 * 4 + 3] = fmaf(w4.w, xv[i][m], acc[i][j4 * 4 + 3]);
+                }
+              }
+            }
+          }
+        }
+      }
+      __syncthreads();  // weights no longer read: the buffer becomes the reduction buffer
+      float* red = sm + warp * QB * (PH + 1);
+#pragma unroll
+      for (int i = 0; i < NQ; ++i)
+#pragma unroll
+        for (int j = 0; j < PH; ++j) red[(lane + 32 * i) * (PH + 1) + j] = acc[i][j];
+      __syncthreads();
+      const float bias = a.bias != nullptr ? __ldg(a.bias + o) : 0.0f;
+      float* yrow = a.y + b * a.y_bs + o * a.y_cs;
+      for (int idx = tid; idx < QB * a.P; idx += kSplitThreads) {
+        const int ql = idx / a.P;
+        const int ph = idx - ql * a.P;
+        const std::int64_t q = qb + ql;
+        const std::int64_t t = q * a.P + ph - a.pad;
+        if (q - a.q0 < a.qcount && t >= 0 && t < a.out_frames) {
+          float s = 0.0f;
+#pragma unroll
+          for (int w = 0; w < kSplitWarps; ++w) s += sm[(w * QB + ql) * (PH + 1) + ph];
+          yrow[t] = s + bias;
         }
       }
     }
@@ -222,7 +345,6 @@ DirectArgs make_args(TensorView<const float> x, const float* w, const float* bia
 }
 
 }  // namespace
-
 
 int narrow_phases_per_thread(std::int64_t stride) {
   return stride >= 16 ? 16 : (stride >= 8 ? 8 : 4);
@@ -270,6 +392,57 @@ void launch_conv_transpose1d_narrow(const ConvTranspose1dParams& p, TensorView<c
     conv_transpose1d_polyphase_narrow_kernel<8><<<grid, kNarrowThreads, 0, stream>>>(a);
   } else {
     conv_transpose1d_polyphase_narrow_kernel<4><<<grid, kNarrowThreads, 0, stream>>>(a);
+  }
+  check_launch(name, shape_text(p));
+}
+
+bool conv_transpose1d_splitk_supported(const ConvTranspose1dParams& p) {
+  if (p.dilation != 1 || p.stride < 2 || p.stride > 16 || p.kernel_size % p.stride != 0) {
+    return false;
+  }
+  const std::int64_t taps = p.kernel_size / p.stride;
+  const std::int64_t cin_g = p.in_channels / p.groups;
+  return taps <= kSplitMaxT && cin_g * p.kernel_size * (p.out_channels / p.groups) < (1LL << 31);
+}
+
+void launch_conv_transpose1d_splitk(const ConvTranspose1dParams& p, TensorView<const float> x,
+                                    const float* w, const float* bias, TensorView<float> y,
+                                    cudaStream_t stream, const char* name) {
+  SplitArgs a{};
+  a.x = x.data();
+  a.x_bs = x.batch_stride();
+  a.x_cs = x.channel_stride();
+  a.w = w;
+  a.bias = bias;
+  a.y = y.data();
+  a.y_bs = y.batch_stride();
+  a.y_cs = y.channel_stride();
+  a.out_channels = p.out_channels;
+  a.rows = p.batch * p.out_channels;
+  a.cin_g = static_cast<int>(p.in_channels / p.groups);
+  a.cout_g = static_cast<int>(p.out_channels / p.groups);
+  a.K = static_cast<int>(p.kernel_size);
+  a.P = static_cast<int>(p.stride);
+  a.T = static_cast<int>(p.kernel_size / p.stride);
+  const int ph = a.P <= 4 ? 4 : (a.P <= 8 ? 8 : 16);
+  const int qb = ph == 16 ? 64 : 128;
+  // Weight chunk: whole multiples of the 8 warps' channel stride where possible.
+  int chunk = kSplitSmemFloats / (a.T * ph);
+  if (chunk > kSplitWarps) chunk -= chunk % kSplitWarps;
+  a.chunk = std::max(1, chunk);
+  a.pad = p.padding;
+  a.q0 = p.padding / p.stride;
+  a.qcount = (p.out_frames - 1 + p.padding) / p.stride - a.q0 + 1;
+  a.in_frames = p.in_frames;
+  a.out_frames = p.out_frames;
+  a.q_tiles = (a.qcount + qb - 1) / qb;
+  const dim3 grid(grid_dim(a.q_tiles, kMaxGridX), 1, grid_dim(a.rows, kMaxGridYZ));
+  if (ph == 16) {
+    conv_transpose1d_polyphase_splitk_kernel<16, 2><<<grid, kSplitThreads, 0, stream>>>(a);
+  } else if (ph == 8) {
+    conv_transpose1d_polyphase_splitk_kernel<8, 4><<<grid, kSplitThreads, 0, stream>>>(a);
+  } else {
+    conv_transpose1d_polyphase_splitk_kernel<4, 4><<<grid, kSplitThreads, 0, stream>>>(a);
   }
   check_launch(name, shape_text(p));
 }

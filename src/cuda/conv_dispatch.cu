@@ -7,13 +7,19 @@
 //                                  -> conv1d_winograd_f43_ffma
 //   out/groups <= 4 (depthwise, few outputs per group)
 //                                  -> conv1d_direct_coalesced
+//   zeros padding (or none), in/groups * K >= 32 (pointwise, large-stride encoders, ...)
+//                                  -> conv1d_gemm_v2_ffma_{128,64,32}x128
 //   otherwise                      -> conv1d_implicit_gemm_ffma_{128,64,32,16}x128 (rows =
 //                                     out/groups; a smaller tile when the grid would not fill
 //                                     the GPU twice)
 // ConvTranspose1d:
 //   stride 1, dilation 1, K = 3, in/groups >= 16, out/groups >= 32
 //                                  -> conv_transpose1d_winograd_f43_ffma
-//   dilation 1, stride >= 2, out/groups <= 4 (decoders)
+//   dilation 1, stride 2..16, K % stride == 0, K / stride <= 4, out/groups <= 4 (decoders)
+//                                  -> conv_transpose1d_polyphase_splitk
+//   out/groups == 1, dilation 1, stride >= 32, K % stride == 0 (STFT-like synthesis)
+//                                  -> conv_transpose1d_phase_gemm_v2_ffma_{128,64,32}x128
+//   dilation 1, stride >= 2, out/groups <= 4 (other decoders)
 //                                  -> conv_transpose1d_polyphase_narrow
 //   dilation 1 or stride 1, rows = out/groups * phases > 4
 //                                  -> conv_transpose1d_polyphase_gemm_ffma_*x128
@@ -28,7 +34,7 @@ namespace convbank::detail::cuda {
 
 namespace {
 
-enum class Family { kDirect, kGemm, kWinograd, kNarrow };
+enum class Family { kDirect, kGemm, kGemm2, kWinograd, kNarrow, kSplitK };
 
 struct Choice {
   Family family;
@@ -62,9 +68,42 @@ const char* gemm_name(bool transposed, GemmTile tile) {
   return "?";
 }
 
+const char* gemm2_name(bool transposed, GemmTile tile) {
+  switch (tile) {
+    case GemmTile::k128x128:
+      return transposed ? "conv_transpose1d_phase_gemm_v2_ffma_128x128"
+                        : "conv1d_gemm_v2_ffma_128x128";
+    case GemmTile::k64x128:
+      return transposed ? "conv_transpose1d_phase_gemm_v2_ffma_64x128"
+                        : "conv1d_gemm_v2_ffma_64x128";
+    case GemmTile::k32x128:
+    case GemmTile::k16x128:
+      break;
+  }
+  return transposed ? "conv_transpose1d_phase_gemm_v2_ffma_32x128" : "conv1d_gemm_v2_ffma_32x128";
+}
+
+// GEMM v2 tile: 128 rows unless that pads the rows by more than an eighth (e.g. 514 -> 640) or
+// leaves fewer than 1.5 blocks per multiprocessor; 32 rows only when 64 would not fill the GPU.
+GemmTile pick_tile_v2(std::int64_t rows, std::int64_t cols, std::int64_t batch_groups) {
+  const std::int64_t col_tiles = (cols + 127) / 128;
+  auto tiles = [&](std::int64_t bm) { return (rows + bm - 1) / bm; };
+  auto blocks = [&](std::int64_t bm) { return tiles(bm) * col_tiles * batch_groups; };
+  const std::int64_t sms = num_sms();
+  GemmTile tile = rows > 64   ? GemmTile::k128x128
+                  : rows > 32 ? GemmTile::k64x128
+                              : GemmTile::k32x128;
+  if (tile == GemmTile::k128x128 &&
+      (tiles(128) * 128 - rows > rows / 8 || 2 * blocks(128) < 3 * sms)) {
+    tile = GemmTile::k64x128;
+  }
+  if (tile == GemmTile::k64x128 && blocks(64) < sms) tile = GemmTile::k32x128;
+  return tile;
+}
+
 // The largest tile that still gives about two blocks per multiprocessor.
 GemmTile pick_tile(std::int64_t rows, std::int64_t cols, std::int64_t batch_groups) {
-  GemmTile tile = rows > 64 ? GemmTile::k128x128
+  GemmTile tile = rows > 64   ? GemmTile::k128x128
                   : rows > 32 ? GemmTile::k64x128
                   : rows > 16 ? GemmTile::k32x128
                               : GemmTile::k16x128;
@@ -100,6 +139,10 @@ Choice choose(const Conv1dParams& p) {
     return {Family::kWinograd, GemmTile::k128x128, "conv1d_winograd_f43_ffma"};
   }
   if (cout_g <= 4) return {Family::kDirect, GemmTile::k128x128, "conv1d_direct_coalesced"};
+  if (conv1d_gemm_v2_supported(p)) {
+    const GemmTile tile = pick_tile_v2(cout_g, p.out_frames, p.batch * p.groups);
+    return {Family::kGemm2, tile, gemm2_name(false, tile)};
+  }
   const GemmTile tile = pick_tile(cout_g, p.out_frames, p.batch * p.groups);
   return {Family::kGemm, tile, gemm_name(false, tile)};
 }
@@ -110,13 +153,23 @@ Choice choose(const ConvTranspose1dParams& p) {
   if (p.kernel_size == 3 && p.stride == 1 && p.dilation == 1 && cin_g >= 16 && cout_g >= 32) {
     return {Family::kWinograd, GemmTile::k128x128, "conv_transpose1d_winograd_f43_ffma"};
   }
+  if (cout_g <= 4 && conv_transpose1d_splitk_supported(p)) {
+    return {Family::kSplitK, GemmTile::k128x128, "conv_transpose1d_polyphase_splitk"};
+  }
+  if (conv_transpose1d_gemm_v2_supported(p)) {
+    const std::int64_t q0 = p.padding / p.stride;
+    const std::int64_t cols = (p.out_frames - 1 + p.padding) / p.stride - q0 + 1;
+    const GemmTile tile = pick_tile_v2(p.stride, cols, p.batch * p.groups);
+    return {Family::kGemm2, tile, gemm2_name(true, tile)};
+  }
   if (cout_g <= 4 && conv_transpose1d_narrow_supported(p)) {
     return {Family::kNarrow, GemmTile::k128x128, "conv_transpose1d_polyphase_narrow"};
   }
   if (p.stride == 1 || p.dilation == 1) {
     const std::int64_t rows = cout_g * p.stride;
     if (rows > 4) {
-      const std::int64_t cols = (p.out_frames - 1 + p.padding) / p.stride - p.padding / p.stride + 1;
+      const std::int64_t cols =
+          (p.out_frames - 1 + p.padding) / p.stride - p.padding / p.stride + 1;
       const GemmTile tile = pick_tile(rows, cols, p.batch * p.groups);
       return {Family::kGemm, tile, gemm_name(true, tile)};
     }
@@ -128,9 +181,9 @@ std::string dims(std::int64_t n, std::int64_t cin, std::int64_t cout, std::int64
                  std::int64_t fout, std::int64_t k, std::int64_t s, std::int64_t d,
                  std::int64_t g) {
   return "(N " + std::to_string(n) + ", Cin " + std::to_string(cin) + " -> Cout " +
-         std::to_string(cout) + ", frames " + std::to_string(fin) + " -> " +
-         std::to_string(fout) + ", K " + std::to_string(k) + ", stride " + std::to_string(s) +
-         ", dilation " + std::to_string(d) + ", groups " + std::to_string(g);
+         std::to_string(cout) + ", frames " + std::to_string(fin) + " -> " + std::to_string(fout) +
+         ", K " + std::to_string(k) + ", stride " + std::to_string(s) + ", dilation " +
+         std::to_string(d) + ", groups " + std::to_string(g);
 }
 
 }  // namespace
@@ -164,7 +217,9 @@ void check_launch(const char* kernel, const std::string& shape) {
   }
 }
 
-const char* conv1d_kernel_name(const Conv1dParams& p) { return choose(p).name; }
+const char* conv1d_kernel_name(const Conv1dParams& p) {
+  return choose(p).name;
+}
 const char* conv_transpose1d_kernel_name(const ConvTranspose1dParams& p) {
   return choose(p).name;
 }
@@ -180,8 +235,12 @@ void conv1d(const Conv1dParams& p, TensorView<const float> input, const float* w
     case Family::kGemm:
       launch_conv1d_gemm(p, input, weight, bias, output, s, c.tile, c.name);
       break;
+    case Family::kGemm2:
+      launch_conv1d_gemm_v2(p, input, weight, bias, output, s, c.tile, c.name);
+      break;
     case Family::kDirect:
     case Family::kNarrow:
+    case Family::kSplitK:
       launch_conv1d_direct(p, input, weight, bias, output, s, c.name);
       break;
   }
@@ -204,6 +263,12 @@ void conv_transpose1d(const ConvTranspose1dParams& p, TensorView<const float> in
       break;
     case Family::kNarrow:
       launch_conv_transpose1d_narrow(p, input, weight, bias, output, s, c.name);
+      break;
+    case Family::kSplitK:
+      launch_conv_transpose1d_splitk(p, input, weight, bias, output, s, c.name);
+      break;
+    case Family::kGemm2:
+      launch_conv_transpose1d_gemm_v2(p, input, weight, bias, output, s, c.tile, c.name);
       break;
   }
 }

@@ -49,7 +49,8 @@ struct GemmArgs {
 };
 
 template <int BM, int BN, int TM, int TN, bool Transposed>
-__global__ void __launch_bounds__((BM / TM) * (BN / TN), (BM / TM) * (BN / TN) >= 256 ? 2 : 3) conv_gemm_ffma_kernel(GemmArgs a) {
+__global__ void __launch_bounds__((BM / TM) * (BN / TN), (BM / TM) * (BN / TN) >= 256 ? 2 : 3)
+    conv_gemm_ffma_kernel(GemmArgs a) {
   constexpr int NT = (BM / TM) * (BN / TN);
   constexpr int AL = (kBK * BM + NT - 1) / NT;
   constexpr int BL = (kBK * BN + NT - 1) / NT;
@@ -112,7 +113,8 @@ __global__ void __launch_bounds__((BM / TM) * (BN / TN), (BM / TM) * (BN / TN) >
                 if (Transposed) {
                   const int co = rowg / a.P;
                   const int k = (rowg - co * a.P) + m * a.P;
-                  if (k < a.K) v = __ldg(wg + (static_cast<std::int64_t>(ci) * a.cout_g + co) * a.K + k);
+                  if (k < a.K)
+                    v = __ldg(wg + (static_cast<std::int64_t>(ci) * a.cout_g + co) * a.K + k);
                 } else {
                   v = __ldg(wg + (static_cast<std::int64_t>(rowg) * a.cin_g + ci) * a.K + m);
                 }
@@ -228,8 +230,7 @@ __global__ void __launch_bounds__((BM / TM) * (BN / TN), (BM / TM) * (BN / TN) >
           for (int gj = 0; gj < BG; ++gj) {
             const std::int64_t c = col0 + gj * BGS + tx * 4;
             // Output frame of col c: conv t = c; transpose t = (q0 + c) * stride + phase - pad.
-            const std::int64_t t =
-                Transposed ? (a.q0 + c) * a.stride + phase - a.pad : c;
+            const std::int64_t t = Transposed ? (a.q0 + c) * a.stride + phase - a.pad : c;
             if (a.vec_store && c + 3 < a.cols && t >= 0 && t + 3 < a.out_frames) {
               float4 v;
               v.x = acc[i][gj * 4 + 0] + bias;
@@ -311,8 +312,8 @@ void finish_reduction(GemmArgs& a) {
 }  // namespace
 
 void launch_conv1d_gemm(const Conv1dParams& p, TensorView<const float> x, const float* w,
-                        const float* bias, TensorView<float> y, cudaStream_t stream,
-                        GemmTile tile, const char* name) {
+                        const float* bias, TensorView<float> y, cudaStream_t stream, GemmTile tile,
+                        const char* name) {
   GemmArgs a = common_args(x, w, bias, y);
   a.groups = p.groups;
   a.bg_count = p.batch * p.groups;

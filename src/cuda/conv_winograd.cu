@@ -14,6 +14,13 @@
 // epilogue exchanges the 6 products through shared memory and applies A^T, bias, and
 // 16-byte stores along time.
 //
+// Non-finite inputs: the transforms mix the 6 frames of a tile, so one NaN/Inf would spread to
+// neighbouring outputs (and Inf would turn into NaN through Inf - Inf). If a frame inside the
+// window of an output the block stores is NaN or Inf, that stored output comes out NaN/Inf; the
+// epilogue ORs this into a block-wide flag (__syncthreads_or) and the block then recomputes its
+// outputs with the direct formula, so exactly the outputs whose window holds the value are
+// NaN/Inf, with PyTorch's classes (one Inf term stays +-Inf). Free when the inputs are finite.
+//
 // ConvTranspose1d with stride 1 is the same convolution with w'[co][ci][k] = w[ci][co][2 - k]
 // and the input shifted by padding - 2: done by the index map of the weight load.
 #include "cuda/conv_common.cuh"
@@ -33,8 +40,8 @@ constexpr int kUFloats = 6 * kWCk * kLdU;
 constexpr int kVFloats = 6 * kWCk * kWTiles;
 constexpr int kMFloats = 6 * kWCo * kLdM;
 constexpr int kSmemFloats = (kUFloats + kVFloats) > kMFloats ? (kUFloats + kVFloats) : kMFloats;
-constexpr int kVPairs = kWCk * kWTiles;            // 256
-constexpr int kUPairs = kWCk * kWCo;               // 512
+constexpr int kVPairs = kWCk * kWTiles;                       // 256
+constexpr int kUPairs = kWCk * kWCo;                          // 512
 constexpr int kVPer = (kVPairs + kWThreads - 1) / kWThreads;  // 2
 constexpr int kUPer = (kUPairs + kWThreads - 1) / kWThreads;  // 3
 
@@ -54,12 +61,42 @@ struct WinoArgs {
   std::int64_t co_tiles, t_tiles;
 };
 
+// The direct formula for one block's outputs (64 out channels x 128 frames): used when the
+// block's input holds a NaN/Inf. Out of line, so the Winograd main loop keeps its registers.
+template <bool Transposed>
+__device__ __forceinline__ void winograd_direct_fallback(const WinoArgs& a, const float* xg,
+                                                         const float* wg, std::int64_t b,
+                                                         std::int64_t g, int co0, std::int64_t t0,
+                                                         std::int64_t base) {
+  const int tid = threadIdx.x;
+  for (int p = tid; p < kWCo * kWFrames; p += kWThreads) {
+    const int co = p / kWFrames, tl = p % kWFrames;
+    const int cog = co0 + co;
+    const std::int64_t t = t0 + tl;
+    if (cog >= a.cout_g || t >= a.out_frames) continue;
+    float s = 0.0f;
+    for (int ci = 0; ci < a.cin_g; ++ci) {
+      const float* row = xg + ci * a.x_cs;
+      const float* wp = Transposed ? wg + (static_cast<std::int64_t>(ci) * a.cout_g + cog) * 3
+                                   : wg + (static_cast<std::int64_t>(cog) * a.cin_g + ci) * 3;
+#pragma unroll
+      for (int k = 0; k < 3; ++k) {
+        const float wk = __ldg(wp + (Transposed ? 2 - k : k));
+        s = fmaf(wk, load_padded(row, base + tl + k, a.in_frames, a.mode), s);
+      }
+    }
+    const std::int64_t och = g * a.cout_g + cog;
+    const float bias = a.bias != nullptr ? __ldg(a.bias + och) : 0.0f;
+    a.y[b * a.y_bs + och * a.y_cs + t] = s + bias;
+  }
+}
+
 template <bool Transposed>
 __global__ void __launch_bounds__(kWThreads, 2) conv1d_winograd_f43_kernel(WinoArgs a) {
   extern __shared__ __align__(16) float smem[];
-  float* Us = smem;              // [6][kWCk][kLdU]
-  float* Vs = smem + kUFloats;   // [6][kWCk][kWTiles]
-  float* Ms = smem;              // [6][kWCo][kLdM], epilogue only
+  float* Us = smem;             // [6][kWCk][kLdU]
+  float* Vs = smem + kUFloats;  // [6][kWCk][kWTiles]
+  float* Ms = smem;             // [6][kWCo][kLdM], epilogue only
 
   const int tid = threadIdx.x;
   const int xi = tid >> 5;
@@ -231,6 +268,7 @@ __global__ void __launch_bounds__(kWThreads, 2) conv1d_winograd_f43_kernel(WinoA
           }
         }
         __syncthreads();
+        int nonfinite = 0;  // a stored output of this block is NaN/Inf
         for (int p = tid; p < kWCo * kWTiles; p += kWThreads) {
           const int co = p / kWTiles, tl = p % kWTiles;
           const int cog = co0 + co;
@@ -248,6 +286,10 @@ __global__ void __launch_bounds__(kWThreads, 2) conv1d_winograd_f43_kernel(WinoA
             r.z = m[1] + m[2] + 0.25f * m[3] + 4.0f * m[4] + bias;
             r.w = m[1] - m[2] + 0.125f * m[3] - 8.0f * m[4] + m[5] + bias;
             float* yrow = a.y + b * a.y_bs + och * a.y_cs;
+            const float mag = fabsf(r.x) + (t + 1 < a.out_frames ? fabsf(r.y) : 0.0f) +
+                              (t + 2 < a.out_frames ? fabsf(r.z) : 0.0f) +
+                              (t + 3 < a.out_frames ? fabsf(r.w) : 0.0f);
+            nonfinite |= !(mag <= 3.402823466e38f);
             if (a.vec_store && t + 3 < a.out_frames) {
               *reinterpret_cast<float4*>(yrow + t) = r;
             } else {
@@ -257,6 +299,12 @@ __global__ void __launch_bounds__(kWThreads, 2) conv1d_winograd_f43_kernel(WinoA
               if (t + 3 < a.out_frames) yrow[t + 3] = r.w;
             }
           }
+        }
+        // A NaN/Inf input inside the window of a stored output makes that output non-finite
+        // here (every frame of an output's window enters some transform point that output
+        // sums, and 0 * Inf is NaN too); then the block's outputs are recomputed directly.
+        if (__syncthreads_or(nonfinite)) {
+          winograd_direct_fallback<Transposed>(a, xg, wg, b, g, co0, t0, base);
         }
         __syncthreads();  // Ms aliases Us/Vs of the next tile
       }

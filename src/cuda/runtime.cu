@@ -32,7 +32,9 @@ cudaMemcpyKind to_cuda(CopyKind kind) {
 
 }  // namespace
 
-bool built() { return true; }
+bool built() {
+  return true;
+}
 
 bool available() {
   int count = 0;
@@ -50,7 +52,9 @@ void* allocate(std::size_t bytes) {
   return p;
 }
 
-void deallocate(void* ptr) noexcept { cudaFree(ptr); }
+void deallocate(void* ptr) noexcept {
+  cudaFree(ptr);
+}
 
 void copy_2d(void* dst, std::size_t dst_pitch, const void* src, std::size_t src_pitch,
              std::size_t row_bytes, std::size_t rows, CopyKind kind) {
@@ -65,6 +69,8 @@ void synchronize(void* stream) {
   check(cudaStreamSynchronize(static_cast<cudaStream_t>(stream)), "cudaStreamSynchronize");
 }
 
-const char* description() { return "CUDA runtime " CONVBANK_CUDA_VERSION_STRING; }
+const char* description() {
+  return "CUDA runtime " CONVBANK_CUDA_VERSION_STRING;
+}
 
 }  // namespace convbank::detail::cuda

@@ -15,9 +15,15 @@ namespace {
 }
 }  // namespace
 
-bool built() { return false; }
-bool available() { return false; }
-void* allocate(std::size_t) { unavailable("Tensor on cuda"); }
+bool built() {
+  return false;
+}
+bool available() {
+  return false;
+}
+void* allocate(std::size_t) {
+  unavailable("Tensor on cuda");
+}
 void deallocate(void*) noexcept {}
 void copy_2d(void*, std::size_t, const void*, std::size_t, std::size_t, std::size_t, CopyKind) {
   unavailable("copy to or from cuda");
@@ -30,15 +36,21 @@ void conv_transpose1d(const ConvTranspose1dParams&, TensorView<const float>, con
                       const float*, TensorView<float>, void*) {
   unavailable("ConvTranspose1d on cuda");
 }
-void synchronize(void*) { unavailable("synchronize cuda"); }
-const char* description() { return "not built"; }
+void synchronize(void*) {
+  unavailable("synchronize cuda");
+}
+const char* description() {
+  return "not built";
+}
 
 }  // namespace convbank::detail::cuda
 
 #include "cuda/dispatch.hpp"
 
 namespace convbank::detail::cuda {
-const char* conv1d_kernel_name(const Conv1dParams&) { return "none (built without CUDA)"; }
+const char* conv1d_kernel_name(const Conv1dParams&) {
+  return "none (built without CUDA)";
+}
 const char* conv_transpose1d_kernel_name(const ConvTranspose1dParams&) {
   return "none (built without CUDA)";
 }

@@ -1,0 +1,348 @@
+// FFMA GEMM v2: the implicit GEMM for shape families whose operands have a linear index map,
+// so the loaders carry almost no index arithmetic (the v1 kernel in conv_gemm.cu decodes
+// (channel, tap) per element with divisions; that cost as much as the FFMAs on pointwise
+// shapes).
+//
+//   C[i][n] = sum_r A[i][r] * B[r][n],   r = ci * T + m  (input channel ci, tap m)
+//   A[i][r] = wg[i * a_is + r * a_rs]
+//   B[r][n] = xg[ci * x_cs + pos],  pos = n * ns + m * ms + off, zero outside [0, in_frames)
+//
+// Conv1d (zeros padding): i = out channel, A = w[co][ci][k] row-major (a_is = R, a_rs = 1),
+//   pos = t * stride + m * dilation - pad_left.
+// ConvTranspose1d with one output channel per group, dilation 1, K a multiple of the stride P
+//   (decoders, e.g. STFT synthesis): i = phase, n = q - q0, A[ph][(ci, m)] = w[ci][0][ph + m P]
+//   = wg[ph + r * P] (a_is = 1, a_rs = P), pos = q0 + n - m; output t = (q0 + n) P + ph - pad.
+//   Every (phase, tap) is a real weight: no zero weight ever multiplies an input.
+//
+// Block tile BM x 128, reduction step 8, each thread an 8x8 (or 4x8) register block read from
+// shared memory as float4; the next step's global loads are issued before this step's FFMAs
+// (register prefetch, two shared buffers, one barrier per step). Each thread's B loads share one
+// reduction row per step, so (ci, m) is derived once per step (a float reciprocal, exact for
+// r < 2^22) and A needs no division at all.
+#include "cuda/conv_common.cuh"
+
+namespace convbank::detail::cuda {
+
+namespace {
+
+constexpr int kBK = 8;
+
+struct Gemm2Args {
+  const float* x;
+  std::int64_t x_bs, x_cs;
+  const float* w;
+  std::int64_t w_gs;  // weight offset per group
+  const float* bias;
+  float* y;
+  std::int64_t y_bs, y_cs;
+  std::int64_t groups, bg_count;
+  int cin_g, cout_g;
+  int M;  // rows
+  std::int64_t N;
+  int R, T;
+  float inv_T;
+  int a_is, a_rs;
+  std::int64_t ns, off;
+  int ms;
+  std::int64_t in_frames, out_frames;
+  int P;  // transposed: phases; 0 for Conv1d
+  std::int64_t q0, pad;
+  int b_kfast;  // B loaded reduction-fastest (large conv strides)
+  int vec_store;
+  int steps;
+  std::int64_t row_tiles, col_tiles;
+};
+
+template <int BM, int BN, int TM, int TN, bool Transposed, bool KFast>
+__global__ void __launch_bounds__((BM / TM) * (BN / TN), (BM / TM) * (BN / TN) >= 256 ? 2 : 4)
+    conv_gemm_v2_kernel(Gemm2Args a) {
+  constexpr int NT = (BM / TM) * (BN / TN);
+  constexpr int AL = kBK * BM / NT;
+  constexpr int BL = kBK * BN / NT;
+  static_assert(AL * NT == kBK * BM && BL * NT == kBK * BN, "tile / thread mismatch");
+  static_assert(NT % 32 == 0 && BN % 32 == 0, "warp mapping");
+  constexpr int LDA = BM + 4;
+  constexpr int LDB = BN + 4;
+  constexpr int AG = TM / 4, BG = TN / 4;
+  constexpr int AGS = BM / AG, BGS = BN / BG;
+  __shared__ __align__(16) float As[2][kBK][LDA];
+  __shared__ __align__(16) float Bs[2][kBK][LDB];
+
+  const int tid = threadIdx.x;
+  const int lane = tid & 31;
+  const int warp = tid >> 5;
+  const int tx = tid % (BN / TN);
+  const int ty = tid / (BN / TN);
+
+  // Per-slot coordinates inside the tile (fixed for the whole kernel).
+  // A: Conv1d reduction-fastest (rows are contiguous in r), transposed row-fastest.
+  auto a_kk = [&](int l) {
+    const int e = tid + l * NT;
+    return Transposed ? e / BM : e % kBK;
+  };
+  auto a_row = [&](int l) {
+    const int e = tid + l * NT;
+    return Transposed ? e % BM : e / kBK;
+  };
+  // B: n-fast: kk = warp + (NT / 32) * (l / (BN / 32)), n = lane + 32 * (l % (BN / 32));
+  //    k-fast: kk = tid % 8, n = tid / 8 + l * NT / 8.
+  auto b_kk = [&](int l) { return KFast ? (tid & 7) : warp + (NT / 32) * (l / (BN / 32)); };
+  auto b_n = [&](int l) { return KFast ? (tid >> 3) + l * (NT / 8) : lane + 32 * (l % (BN / 32)); };
+
+  for (std::int64_t bg = blockIdx.z; bg < a.bg_count; bg += gridDim.z) {
+    const std::int64_t b = bg / a.groups;
+    const std::int64_t g = bg - b * a.groups;
+    const float* xg = a.x + b * a.x_bs + g * a.cin_g * a.x_cs;
+    const float* wg = a.w + g * a.w_gs;
+    for (std::int64_t rt = blockIdx.y; rt < a.row_tiles; rt += gridDim.y) {
+      const int row0 = static_cast<int>(rt * BM);
+      for (std::int64_t ct = blockIdx.x; ct < a.col_tiles; ct += gridDim.x) {
+        const std::int64_t col0 = ct * BN;
+        float acc[TM][TN];
+#pragma unroll
+        for (int i = 0; i < TM; ++i)
+#pragma unroll
+          for (int j = 0; j < TN; ++j) acc[i][j] = 0.0f;
+        float ra[AL], rb[BL];
+        // B positions of this tile: pos = pt + n_local * ns + m * ms. When every position the
+        // tile can touch lies inside the input (and every column exists), loads skip the checks.
+        const std::int64_t pt = col0 * a.ns + a.off;
+        const int nlim = static_cast<int>(min(static_cast<std::int64_t>(BN), a.N - col0));
+        const std::int64_t mspan = static_cast<std::int64_t>(a.T - 1) * a.ms;
+        const bool interior = nlim == BN && pt + min(mspan, std::int64_t{0}) >= 0 &&
+                              pt + (BN - 1) * a.ns + max(mspan, std::int64_t{0}) < a.in_frames;
+
+        auto load = [&](int step) {
+          const int r0 = step * kBK;
+#pragma unroll
+          for (int l = 0; l < AL; ++l) {
+            const int r = r0 + a_kk(l);
+            const int rowg = row0 + a_row(l);
+            ra[l] = (r < a.R && rowg < a.M) ? __ldg(wg + rowg * a.a_is + r * a.a_rs) : 0.0f;
+          }
+#pragma unroll
+          for (int l = 0; l < BL; ++l) {
+            const int r = r0 + b_kk(l);
+            int ci = r, m = 0;
+            if (a.T != 1) {
+              ci = __float2int_rz((static_cast<float>(r) + 0.5f) * a.inv_T);
+              m = r - ci * a.T;
+            }
+            const int nl = b_n(l);
+            const std::int64_t pos = pt + (nl * static_cast<int>(a.ns) + m * a.ms);
+            float v = 0.0f;
+            if (interior) {
+              if (r < a.R) v = __ldg(xg + ci * a.x_cs + pos);
+            } else if (r < a.R && nl < nlim &&
+                       static_cast<std::uint64_t>(pos) < static_cast<std::uint64_t>(a.in_frames)) {
+              v = __ldg(xg + ci * a.x_cs + pos);
+            }
+            rb[l] = v;
+          }
+        };
+        auto store = [&](int buf) {
+#pragma unroll
+          for (int l = 0; l < AL; ++l) As[buf][a_kk(l)][a_row(l)] = ra[l];
+#pragma unroll
+          for (int l = 0; l < BL; ++l) Bs[buf][b_kk(l)][b_n(l)] = rb[l];
+        };
+
+        load(0);
+        store(0);
+        __syncthreads();
+        for (int step = 0; step < a.steps; ++step) {
+          const int buf = step & 1;
+          const bool more = step + 1 < a.steps;
+          if (more) load(step + 1);
+#pragma unroll
+          for (int kk = 0; kk < kBK; ++kk) {
+            float av[TM], bv[TN];
+#pragma unroll
+            for (int gi = 0; gi < AG; ++gi) {
+              const float4 v = *reinterpret_cast<const float4*>(&As[buf][kk][gi * AGS + ty * 4]);
+              av[gi * 4 + 0] = v.x;
+              av[gi * 4 + 1] = v.y;
+              av[gi * 4 + 2] = v.z;
+              av[gi * 4 + 3] = v.w;
+            }
+#pragma unroll
+            for (int gj = 0; gj < BG; ++gj) {
+              const float4 v = *reinterpret_cast<const float4*>(&Bs[buf][kk][gj * BGS + tx * 4]);
+              bv[gj * 4 + 0] = v.x;
+              bv[gj * 4 + 1] = v.y;
+              bv[gj * 4 + 2] = v.z;
+              bv[gj * 4 + 3] = v.w;
+            }
+#pragma unroll
+            for (int i = 0; i < TM; ++i)
+#pragma unroll
+              for (int j = 0; j < TN; ++j) acc[i][j] = fmaf(av[i], bv[j], acc[i][j]);
+          }
+          if (more) store(buf ^ 1);
+          __syncthreads();
+        }
+
+        // Epilogue: bias, each output written exactly once.
+#pragma unroll
+        for (int i = 0; i < TM; ++i) {
+          const int rowg = row0 + (i / 4) * AGS + ty * 4 + (i % 4);
+          if (rowg >= a.M) continue;
+          const std::int64_t och = Transposed ? g : g * a.cout_g + rowg;
+          const float bias = a.bias != nullptr ? __ldg(a.bias + och) : 0.0f;
+          float* yrow = a.y + b * a.y_bs + och * a.y_cs;
+#pragma unroll
+          for (int gj = 0; gj < BG; ++gj) {
+            const std::int64_t c = col0 + gj * BGS + tx * 4;
+            if (Transposed) {
+#pragma unroll
+              for (int j = 0; j < 4; ++j) {
+                const std::int64_t t = (a.q0 + c + j) * a.P + rowg - a.pad;
+                if (c + j < a.N && t >= 0 && t < a.out_frames) yrow[t] = acc[i][gj * 4 + j] + bias;
+              }
+            } else if (a.vec_store && c + 3 < a.N) {
+              float4 v;
+              v.x = acc[i][gj * 4 + 0] + bias;
+              v.y = acc[i][gj * 4 + 1] + bias;
+              v.z = acc[i][gj * 4 + 2] + bias;
+              v.w = acc[i][gj * 4 + 3] + bias;
+              *reinterpret_cast<float4*>(yrow + c) = v;
+            } else {
+#pragma unroll
+              for (int j = 0; j < 4; ++j) {
+                if (c + j < a.N) yrow[c + j] = acc[i][gj * 4 + j] + bias;
+              }
+            }
+          }
+        }
+        __syncthreads();  // the next tile of this block reuses the shared buffers
+      }
+    }
+  }
+}
+
+template <int BM, int BN, int TM, int TN, bool Transposed>
+void launch_tile(Gemm2Args a, cudaStream_t stream, const char* name, const std::string& shape) {
+  constexpr int NT = (BM / TM) * (BN / TN);
+  a.row_tiles = (a.M + BM - 1) / BM;
+  a.col_tiles = (a.N + BN - 1) / BN;
+  const dim3 grid(grid_dim(a.col_tiles, kMaxGridX), grid_dim(a.row_tiles, kMaxGridYZ),
+                  grid_dim(a.bg_count, kMaxGridYZ));
+  if (!Transposed && a.b_kfast) {
+    conv_gemm_v2_kernel<BM, BN, TM, TN, Transposed, !Transposed><<<grid, NT, 0, stream>>>(a);
+  } else {
+    conv_gemm_v2_kernel<BM, BN, TM, TN, Transposed, false><<<grid, NT, 0, stream>>>(a);
+  }
+  check_launch(name, shape);
+}
+
+template <bool Transposed>
+void launch_any(const Gemm2Args& a, GemmTile tile, cudaStream_t stream, const char* name,
+                const std::string& shape) {
+  switch (tile) {
+    case GemmTile::k128x128:
+      launch_tile<128, 128, 8, 8, Transposed>(a, stream, name, shape);
+      break;
+    case GemmTile::k64x128:
+      launch_tile<64, 128, 8, 8, Transposed>(a, stream, name, shape);
+      break;
+    case GemmTile::k32x128:
+    case GemmTile::k16x128:
+      launch_tile<32, 128, 4, 8, Transposed>(a, stream, name, shape);
+      break;
+  }
+}
+
+Gemm2Args common_args(TensorView<const float> x, const float* w, const float* bias,
+                      TensorView<float> y) {
+  Gemm2Args a{};
+  a.x = x.data();
+  a.x_bs = x.batch_stride();
+  a.x_cs = x.channel_stride();
+  a.w = w;
+  a.bias = bias;
+  a.y = y.data();
+  a.y_bs = y.batch_stride();
+  a.y_cs = y.channel_stride();
+  a.in_frames = x.frames();
+  a.out_frames = y.frames();
+  a.vec_store = (reinterpret_cast<std::uintptr_t>(y.data()) % 16 == 0) &&
+                y.channel_stride() % 4 == 0 && y.batch_stride() % 4 == 0;
+  return a;
+}
+
+constexpr std::int64_t kMaxR = 1 << 22;  // the float reciprocal split of r is exact below this
+
+}  // namespace
+
+bool conv1d_gemm_v2_supported(const Conv1dParams& p) {
+  const std::int64_t cin_g = p.in_channels / p.groups, cout_g = p.out_channels / p.groups;
+  const std::int64_t R = cin_g * p.kernel_size;
+  const bool zero_pad =
+      p.padding_mode == PaddingMode::kZeros || (p.pad_left == 0 && p.pad_right == 0);
+  return zero_pad && R >= 32 && R < kMaxR && cout_g * R < (1LL << 31) && p.stride < (1LL << 22) &&
+         p.dilation * p.kernel_size < (1LL << 30);
+}
+
+bool conv_transpose1d_gemm_v2_supported(const ConvTranspose1dParams& p) {
+  const std::int64_t cin_g = p.in_channels / p.groups, cout_g = p.out_channels / p.groups;
+  if (cout_g != 1 || p.dilation != 1 || p.stride < 32 || p.kernel_size % p.stride != 0) {
+    return false;
+  }
+  const std::int64_t R = cin_g * (p.kernel_size / p.stride);
+  return R < kMaxR && cin_g * p.kernel_size < (1LL << 31);
+}
+
+void launch_conv1d_gemm_v2(const Conv1dParams& p, TensorView<const float> x, const float* w,
+                           const float* bias, TensorView<float> y, cudaStream_t stream,
+                           GemmTile tile, const char* name) {
+  Gemm2Args a = common_args(x, w, bias, y);
+  a.groups = p.groups;
+  a.bg_count = p.batch * p.groups;
+  a.cin_g = static_cast<int>(p.in_channels / p.groups);
+  a.cout_g = static_cast<int>(p.out_channels / p.groups);
+  a.T = static_cast<int>(p.kernel_size);
+  a.inv_T = 1.0f / static_cast<float>(a.T);
+  a.R = a.cin_g * a.T;
+  a.M = a.cout_g;
+  a.N = p.out_frames;
+  a.w_gs = static_cast<std::int64_t>(a.cout_g) * a.R;
+  a.a_is = a.R;
+  a.a_rs = 1;
+  a.ns = p.stride;
+  a.ms = static_cast<int>(p.dilation);
+  a.off = -p.pad_left;
+  a.P = 0;
+  a.b_kfast = p.stride >= 4 ? 1 : 0;
+  a.steps = (a.R + kBK - 1) / kBK;
+  launch_any<false>(a, tile, stream, name, shape_text(p));
+}
+
+void launch_conv_transpose1d_gemm_v2(const ConvTranspose1dParams& p, TensorView<const float> x,
+                                     const float* w, const float* bias, TensorView<float> y,
+                                     cudaStream_t stream, GemmTile tile, const char* name) {
+  Gemm2Args a = common_args(x, w, bias, y);
+  a.groups = p.groups;
+  a.bg_count = p.batch * p.groups;
+  a.cin_g = static_cast<int>(p.in_channels / p.groups);
+  a.cout_g = 1;
+  a.P = static_cast<int>(p.stride);
+  a.T = static_cast<int>(p.kernel_size / p.stride);
+  a.inv_T = 1.0f / static_cast<float>(a.T);
+  a.R = a.cin_g * a.T;
+  a.M = a.P;
+  a.q0 = p.padding / p.stride;
+  a.pad = p.padding;
+  a.N = (p.out_frames - 1 + p.padding) / p.stride - a.q0 + 1;
+  a.w_gs = static_cast<std::int64_t>(a.cin_g) * p.kernel_size;
+  a.a_is = 1;
+  a.a_rs = a.P;
+  a.ns = 1;
+  a.ms = -1;
+  a.off = a.q0;
+  a.b_kfast = 0;
+  a.vec_store = 0;
+  a.steps = (a.R + kBK - 1) / kBK;
+  launch_any<true>(a, tile, stream, name, shape_text(p));
+}
+
+}  // namespace convbank::detail::cuda

@@ -1,0 +1,807 @@
+// The CUDA backend against float64 references: a seeded random grid of every argument (checked
+// against the naive oracle), the seed shapes and all GPU workloads of workloads.md at full size
+// (checked on slices against a float64 reference computed here), a caller's stream, non-dense
+// views, and 64-bit sizes. Outputs are poisoned with NaN before every launch so an unwritten
+// element fails. Every test skips (and passes) when no CUDA device is present.
+//
+// Test cases named "cuda:sanitize*" are the small subset compute-sanitizer runs
+// (scripts/gpu-check.sh: --test-case='cuda:sanitize*').
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "../src/cuda/dispatch.hpp"
+#include "convbank/conv.hpp"
+#include "convbank/error.hpp"
+#include "convbank/runtime.hpp"
+#include "convbank/tensor.hpp"
+#include "oracle.hpp"
+
+// The few CUDA runtime calls the tests make, declared here because the test target does not
+// see the toolkit's headers (the library links cudart; these are its C entry points).
+extern "C" {
+int cudaStreamCreate(void** stream);
+int cudaStreamDestroy(void* stream);
+int cudaStreamSynchronize(void* stream);
+int cudaMemset(void* ptr, int value, std::size_t bytes);
+int cudaDeviceSynchronize();
+}
+
+namespace {
+
+using convbank::Conv1d;
+using convbank::Conv1dOptions;
+using convbank::ConvTranspose1d;
+using convbank::ConvTranspose1dOptions;
+using convbank::Device;
+using convbank::Padding;
+using convbank::PaddingMode;
+using convbank::Shape;
+using convbank::Tensor;
+using convbank::TensorView;
+
+constexpr double kTolerance = 1e-6;
+
+#define CUDA_OR_SKIP()                               \
+  do {                                               \
+    if (!convbank::cuda_available()) {               \
+      MESSAGE("CUDA device not available: skipped"); \
+      return;                                        \
+    }                                                \
+  } while (0)
+
+// All-ones bits: NaN in float32. Every element the kernel should write must be overwritten.
+void poison(Tensor& t) {
+  REQUIRE(cudaMemset(t.data(), 0xFF, static_cast<std::size_t>(t.numel()) * sizeof(float)) == 0);
+}
+
+// Fast deterministic uniform [-1, 1) fill for multi-gigabyte inputs (mt19937 would dominate the
+// test time), threaded.
+void fill_hash(float* p, std::int64_t n, std::uint64_t seed) {
+  const int threads =
+      std::max(1, std::min(16, static_cast<int>(std::thread::hardware_concurrency())));
+  std::vector<std::thread> pool;
+  const std::int64_t chunk = (n + threads - 1) / threads;
+  for (int t = 0; t < threads; ++t) {
+    pool.emplace_back([=] {
+      const std::int64_t lo = t * chunk, hi = std::min(n, lo + chunk);
+      for (std::int64_t i = lo; i < hi; ++i) {
+        std::uint64_t z =
+            (static_cast<std::uint64_t>(i) + seed * 0x9E3779B97F4A7C15ULL) * 0xBF58476D1CE4E5B9ULL;
+        z ^= z >> 31;
+        z *= 0x94D049BB133111EBULL;
+        z ^= z >> 29;
+        p[i] = static_cast<float>(static_cast<double>(z >> 40) * (2.0 / 16777216.0) - 1.0);
+      }
+    });
+  }
+  for (auto& th : pool) th.join();
+}
+
+bool all_finite(const Tensor& t) {
+  const float* p = t.data();
+  for (std::int64_t i = 0; i < t.numel(); ++i) {
+    if (!std::isfinite(p[i])) return false;
+  }
+  return true;
+}
+
+std::string describe(const Conv1dOptions& o, std::int64_t n, std::int64_t frames) {
+  std::ostringstream s;
+  s << "Conv1d(in=" << o.in_channels << ", out=" << o.out_channels << ", K=" << o.kernel_size
+    << ", stride=" << o.stride << ", padding=" << o.padding.to_string()
+    << ", dilation=" << o.dilation << ", groups=" << o.groups << ", bias=" << o.bias
+    << ", mode=" << convbank::to_string(o.padding_mode) << ") batch=" << n << " frames=" << frames;
+  return s.str();
+}
+
+std::string describe(const ConvTranspose1dOptions& o, std::int64_t n, std::int64_t frames) {
+  std::ostringstream s;
+  s << "ConvTranspose1d(in=" << o.in_channels << ", out=" << o.out_channels
+    << ", K=" << o.kernel_size << ", stride=" << o.stride << ", padding=" << o.padding
+    << ", output_padding=" << o.output_padding << ", groups=" << o.groups << ", bias=" << o.bias
+    << ", dilation=" << o.dilation << ") batch=" << n << " frames=" << frames;
+  return s.str();
+}
+
+convbank::detail::Conv1dParams params_of(const Conv1d& layer, const Shape& in) {
+  convbank::detail::Conv1dParams p;
+  const auto& o = layer.options();
+  p.batch = in.batch;
+  p.in_channels = o.in_channels;
+  p.out_channels = o.out_channels;
+  p.kernel_size = o.kernel_size;
+  p.stride = o.stride;
+  p.dilation = o.dilation;
+  p.groups = o.groups;
+  p.pad_left = layer.padding_left();
+  p.pad_right = layer.padding_right();
+  p.padding_mode = o.padding_mode;
+  p.in_frames = in.frames;
+  p.out_frames = layer.output_frames(in.frames);
+  return p;
+}
+
+convbank::detail::ConvTranspose1dParams params_of(const ConvTranspose1d& layer, const Shape& in) {
+  convbank::detail::ConvTranspose1dParams p;
+  const auto& o = layer.options();
+  p.batch = in.batch;
+  p.in_channels = o.in_channels;
+  p.out_channels = o.out_channels;
+  p.kernel_size = o.kernel_size;
+  p.stride = o.stride;
+  p.dilation = o.dilation;
+  p.groups = o.groups;
+  p.padding = o.padding;
+  p.output_padding = o.output_padding;
+  p.in_frames = in.frames;
+  p.out_frames = layer.output_frames(in.frames);
+  return p;
+}
+
+const char* kernel_of(const Conv1d& l, const Shape& in) {
+  return convbank::detail::cuda::conv1d_kernel_name(params_of(l, in));
+}
+const char* kernel_of(const ConvTranspose1d& l, const Shape& in) {
+  return convbank::detail::cuda::conv_transpose1d_kernel_name(params_of(l, in));
+}
+
+Shape weight_shape(const Conv1dOptions& o) {
+  return {o.out_channels, o.in_channels / o.groups, o.kernel_size};
+}
+Shape weight_shape(const ConvTranspose1dOptions& o) {
+  return {o.in_channels, o.out_channels / o.groups, o.kernel_size};
+}
+std::int64_t fan_in(const Conv1dOptions& o) {
+  return o.in_channels / o.groups * o.kernel_size;
+}
+std::int64_t fan_in(const ConvTranspose1dOptions& o) {
+  return o.out_channels / o.groups * o.kernel_size;
+}
+oracle::Array reference(const oracle::Array& x, const oracle::Array& w,
+                        const std::vector<double>& b, const Conv1dOptions& o) {
+  return oracle::conv1d(x, w, b, o);
+}
+oracle::Array reference(const oracle::Array& x, const oracle::Array& w,
+                        const std::vector<double>& b, const ConvTranspose1dOptions& o) {
+  return oracle::conv_transpose1d(x, w, b, o);
+}
+
+struct GridStats {
+  int runs = 0;
+  int strided = 0;
+  double worst = 0.0;
+  std::string worst_config;
+  std::set<std::string> kernels;
+};
+
+// One configuration on the GPU against the float64 oracle. `strided`: input and output are
+// views into larger device buffers; the gaps must stay untouched (still NaN bits).
+template <class Layer, class Options>
+bool run_config(const Options& o, std::int64_t n, std::int64_t frames, bool strided,
+                std::uint64_t seed, GridStats& stats) {
+  Layer layer(o);
+  Shape in_shape{n, o.in_channels, frames};
+  Shape out_shape;
+  try {
+    out_shape = layer.output_shape(in_shape);
+  } catch (const convbank::Error&) {
+    return false;  // PyTorch rejects it too (checked by the CPU grid)
+  }
+  const std::string config = describe(o, n, frames);
+  CAPTURE(config);
+  std::mt19937_64 rng(seed);
+  oracle::Array xa = oracle::random_array(in_shape, rng);
+  const Shape ws = weight_shape(o);
+  oracle::Array wa = oracle::random_array(ws, rng, 1.0 / std::sqrt(static_cast<double>(fan_in(o))));
+  std::vector<double> bias;
+  Tensor xt = oracle::to_tensor(xa);
+  Tensor wt = oracle::to_tensor(wa);
+  xa = oracle::from_tensor(xt);
+  wa = oracle::from_tensor(wt);
+  layer.set_weight(wt.view());
+  if (o.bias) {
+    oracle::Array ba = oracle::random_array(Shape{1, 1, o.out_channels}, rng);
+    Tensor bt = oracle::to_tensor(ba);
+    ba = oracle::from_tensor(bt);
+    bias = ba.data;
+    layer.set_bias(bt.view());
+  }
+  const oracle::Array ref = reference(xa, wa, bias, o);
+  stats.kernels.insert(kernel_of(layer, in_shape));
+
+  Tensor got;
+  if (!strided) {
+    Tensor xd = xt.to(Device::kCuda);
+    Tensor yd(out_shape, Device::kCuda);
+    poison(yd);
+    layer.forward(xd.view(), yd.view());
+    got = yd.to(Device::kCpu);
+  } else {
+    ++stats.strided;
+    // Channel stride = frames + 5 (never a multiple of 4: misaligned rows), batch stride with
+    // one spare channel: the layout of a chunk cut out of a longer, wider buffer.
+    const std::int64_t xcs = frames + 5, xbs = (o.in_channels + 1) * xcs;
+    Tensor xbig(Shape{n, o.in_channels + 1, xcs}, Device::kCuda);
+    poison(xbig);
+    TensorView<float> xv(xbig.data() + 3, in_shape, xbs, xcs, Device::kCuda);
+    convbank::copy(xt.view(), xv);
+    const std::int64_t ycs = out_shape.frames + 7, ybs = (o.out_channels + 1) * ycs;
+    Tensor ybig(Shape{n, o.out_channels + 1, ycs}, Device::kCuda);
+    poison(ybig);
+    TensorView<float> yv(ybig.data() + 2, out_shape, ybs, ycs, Device::kCuda);
+    layer.forward(TensorView<const float>(xv), yv);
+    Tensor yh = ybig.to(Device::kCpu);
+    got = Tensor(out_shape);
+    convbank::copy(TensorView<const float>(yh.data() + 2, out_shape, ybs, ycs), got.view());
+    // Everything outside the view must be untouched.
+    std::int64_t touched = 0;
+    for (std::int64_t b = 0; b < n; ++b) {
+      for (std::int64_t c = 0; c < o.out_channels + 1; ++c) {
+        for (std::int64_t t = 0; t < ycs; ++t) {
+          const std::int64_t i = b * ybs + c * ycs + t;
+          const bool inside = c < o.out_channels && t >= 2 && t < 2 + out_shape.frames;
+          if (!inside && !std::isnan(yh.data()[i])) ++touched;
+        }
+      }
+    }
+    CHECK_MESSAGE(touched == 0, "elements outside the output view were written");
+  }
+  CHECK_MESSAGE(all_finite(got), "unwritten (NaN) or non-finite outputs, kernel ",
+                kernel_of(layer, in_shape));
+  const double err = oracle::relative_l2(got, ref);
+  CHECK_MESSAGE(err <= kTolerance, "relative L2 ", err, " kernel ", kernel_of(layer, in_shape));
+  ++stats.runs;
+  if (err > stats.worst || std::isnan(err)) {
+    stats.worst = err;
+    stats.worst_config = config + " [" + kernel_of(layer, in_shape) + "]";
+  }
+  return true;
+}
+
+template <class T>
+T pick(std::mt19937_64& rng, std::initializer_list<T> values) {
+  std::uniform_int_distribution<std::size_t> d(0, values.size() - 1);
+  return *(values.begin() + d(rng));
+}
+
+std::int64_t uniform(std::mt19937_64& rng, std::int64_t lo, std::int64_t hi) {
+  return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng);
+}
+
+// Channel counts that reach every kernel: tiny (direct), mid (GEMM tiles), and the Winograd
+// thresholds (in/groups >= 16, out/groups >= 32), with ragged values.
+void random_channels(std::mt19937_64& rng, std::int64_t& in, std::int64_t& out,
+                     std::int64_t& groups, int flavour) {
+  if (flavour == 0) {  // wide: GEMM / Winograd
+    groups = pick<std::int64_t>(rng, {1, 1, 1, 2});
+    in = groups * pick<std::int64_t>(rng, {1, 3, 8, 16, 17, 24, 40});
+    out = groups * pick<std::int64_t>(rng, {5, 12, 17, 32, 33, 64, 65, 96, 130});
+  } else if (flavour == 1) {  // depthwise / grouped narrow
+    in = pick<std::int64_t>(rng, {1, 2, 3, 4, 6, 8, 12});
+    groups = in;
+    out = in * pick<std::int64_t>(rng, {1, 1, 2, 3});
+  } else {  // small anything
+    groups = pick<std::int64_t>(rng, {1, 1, 2, 3});
+    in = groups * uniform(rng, 1, 4);
+    out = groups * uniform(rng, 1, 6);
+  }
+}
+
+std::int64_t random_frames(std::mt19937_64& rng) {
+  const int kind = static_cast<int>(uniform(rng, 0, 9));
+  if (kind == 0) return uniform(rng, 1, 8);
+  if (kind < 7) return uniform(rng, 9, 400);
+  return uniform(rng, 401, 1400);  // several 128-frame tiles / 1024-frame blocks, ragged
+}
+
+void conv1d_grid(int configs, std::uint64_t seed0, GridStats& stats) {
+  std::mt19937_64 rng(seed0);
+  int attempts = 0;
+  while (stats.runs < configs && attempts < configs * 20) {
+    ++attempts;
+    Conv1dOptions o;
+    const int flavour = static_cast<int>(uniform(rng, 0, 2));
+    random_channels(rng, o.in_channels, o.out_channels, o.groups, flavour);
+    o.kernel_size = pick<std::int64_t>(rng, {1, 2, 3, 3, 3, 4, 5, 7, 16});
+    o.stride = pick<std::int64_t>(rng, {1, 1, 1, 2, 3, 4, 8});
+    o.dilation = pick<std::int64_t>(rng, {1, 1, 1, 2, 3});
+    const int pk = static_cast<int>(uniform(rng, 0, 9));
+    if (pk == 0) {
+      o.padding = Padding::valid();
+    } else if (pk == 1 && o.stride == 1) {
+      o.padding = Padding::same();
+    } else {
+      o.padding = Padding(pick<std::int64_t>(rng, {0, 0, 1, 2, 3, 5}));
+    }
+    o.padding_mode =
+        pick<PaddingMode>(rng, {PaddingMode::kZeros, PaddingMode::kZeros, PaddingMode::kReflect,
+                                PaddingMode::kReplicate, PaddingMode::kCircular});
+    o.bias = uniform(rng, 0, 3) != 0;
+    if (attempts % 5 == 0) {  // Winograd-eligible
+      o.kernel_size = 3;
+      o.stride = 1;
+      o.dilation = 1;
+      o.groups = pick<std::int64_t>(rng, {1, 1, 2});
+      o.in_channels = o.groups * pick<std::int64_t>(rng, {16, 17, 24, 64});
+      o.out_channels = o.groups * pick<std::int64_t>(rng, {32, 33, 64, 100, 128});
+    }
+    const std::int64_t n = uniform(rng, 1, 3);
+    const std::int64_t frames = random_frames(rng);
+    const bool strided = uniform(rng, 0, 5) == 0;
+    // Keep the float64 oracle cheap.
+    const double cost = static_cast<double>(n) * o.out_channels * frames *
+                        (o.in_channels / o.groups) * o.kernel_size;
+    if (cost > 4e7) continue;
+    run_config<Conv1d>(o, n, frames, strided, rng(), stats);
+  }
+}
+
+void conv_transpose1d_grid(int configs, std::uint64_t seed0, GridStats& stats) {
+  std::mt19937_64 rng(seed0);
+  int attempts = 0;
+  while (stats.runs < configs && attempts < configs * 20) {
+    ++attempts;
+    ConvTranspose1dOptions o;
+    const int flavour = static_cast<int>(uniform(rng, 0, 2));
+    random_channels(rng, o.in_channels, o.out_channels, o.groups, flavour);
+    if (uniform(rng, 0, 3) == 0) std::swap(o.in_channels, o.out_channels);  // decoders: wide in
+    o.kernel_size = pick<std::int64_t>(rng, {1, 2, 3, 3, 4, 5, 7, 16});
+    o.stride = pick<std::int64_t>(rng, {1, 1, 2, 3, 4, 8});
+    o.dilation = pick<std::int64_t>(rng, {1, 1, 1, 2, 3});
+    o.padding = pick<std::int64_t>(rng, {0, 0, 1, 2, 3, 4});
+    o.output_padding = uniform(rng, 0, std::max(o.stride, o.dilation) - 1);
+    o.bias = uniform(rng, 0, 3) != 0;
+    if (attempts % 5 == 0) {  // Winograd-eligible
+      o.kernel_size = 3;
+      o.stride = 1;
+      o.dilation = 1;
+      o.output_padding = 0;
+      o.padding = pick<std::int64_t>(rng, {0, 1, 2, 3});
+      o.groups = pick<std::int64_t>(rng, {1, 1, 2});
+      o.in_channels = o.groups * pick<std::int64_t>(rng, {16, 17, 24, 64});
+      o.out_channels = o.groups * pick<std::int64_t>(rng, {32, 33, 64, 100, 128});
+    }
+    const std::int64_t n = uniform(rng, 1, 3);
+    const std::int64_t frames = random_frames(rng);
+    const bool strided = uniform(rng, 0, 5) == 0;
+    const double cost = static_cast<double>(n) * o.in_channels * frames *
+                        (o.out_channels / o.groups) * o.kernel_size;
+    if (cost > 4e7) continue;
+    run_config<ConvTranspose1d>(o, n, frames, strided, rng(), stats);
+  }
+}
+
+std::string join(const std::set<std::string>& s) {
+  std::string r;
+  for (const auto& x : s) r += (r.empty() ? "" : ", ") + x;
+  return r;
+}
+
+// ---- full-size workloads, checked on slices against float64 --------------------------------
+
+struct Workload {
+  const char* name;
+  bool transposed;
+  std::int64_t n, cin, cout, frames, k, stride, padding, dilation, groups;
+};
+
+// workloads.md, GPU table.
+const Workload kWorkloads[] = {
+    {"seedA", false, 32, 64, 128, 131072, 3, 1, 0, 1, 1},
+    {"seedB", true, 64, 128, 128, 65536, 3, 1, 0, 1, 1},
+    {"enc_tasnet", false, 16, 1, 512, 131072, 16, 8, 0, 1, 1},
+    {"dec_tasnet", true, 16, 512, 1, 16383, 16, 8, 0, 1, 1},
+    {"enc_stft512", false, 16, 1, 514, 131072, 512, 128, 0, 1, 1},
+    {"dec_stft512", true, 16, 514, 1, 1021, 512, 128, 0, 1, 1},
+    {"tcn_depthwise", false, 16, 512, 512, 16384, 3, 1, 8, 8, 512},
+    {"tcn_pointwise", false, 16, 512, 128, 16384, 1, 1, 0, 1, 1},
+    {"up2x", true, 8, 64, 32, 65536, 4, 2, 1, 1, 1},
+};
+
+double ref_conv1d_at(const Workload& w, const float* x, const float* wt, const float* bias,
+                     std::int64_t b, std::int64_t co, std::int64_t t) {
+  const std::int64_t cg = w.cin / w.groups, og = w.cout / w.groups, g = co / og;
+  double acc = bias[co];
+  for (std::int64_t c = 0; c < cg; ++c) {
+    const float* row = x + (b * w.cin + g * cg + c) * w.frames;
+    for (std::int64_t k = 0; k < w.k; ++k) {
+      const std::int64_t i = t * w.stride + k * w.dilation - w.padding;
+      if (i >= 0 && i < w.frames) acc += static_cast<double>(wt[(co * cg + c) * w.k + k]) * row[i];
+    }
+  }
+  return acc;
+}
+
+double ref_conv_transpose1d_at(const Workload& w, const float* x, const float* wt,
+                               const float* bias, std::int64_t b, std::int64_t co, std::int64_t t) {
+  const std::int64_t cg = w.cin / w.groups, og = w.cout / w.groups, g = co / og;
+  double acc = bias[co];
+  for (std::int64_t c = 0; c < cg; ++c) {
+    const std::int64_t ci = g * cg + c;
+    const float* row = x + (b * w.cin + ci) * w.frames;
+    for (std::int64_t k = 0; k < w.k; ++k) {
+      const std::int64_t num = t + w.padding - k * w.dilation;
+      if (num < 0 || num % w.stride != 0) continue;
+      const std::int64_t j = num / w.stride;
+      if (j < w.frames) acc += static_cast<double>(wt[(ci * og + co % og) * w.k + k]) * row[j];
+    }
+  }
+  return acc;
+}
+
+// Runs one workload at full size; checks every output is written and a float64 slice (both
+// ends, the middle; first/last batch; first/middle/last channel) to 1e-6 relative L2.
+void check_workload(const Workload& w, void* stream = nullptr) {
+  const std::string workload_name = w.name;
+  CAPTURE(workload_name);
+  const Shape in{w.n, w.cin, w.frames};
+  Tensor xh(in);
+  fill_hash(xh.data(), xh.numel(), 1);
+  const Shape ws =
+      w.transposed ? Shape{w.cin, w.cout / w.groups, w.k} : Shape{w.cout, w.cin / w.groups, w.k};
+  Tensor wh(ws), bh(Shape{1, 1, w.cout});
+  fill_hash(wh.data(), wh.numel(), 2);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(ws.channels * w.k));
+  for (std::int64_t i = 0; i < wh.numel(); ++i) wh.data()[i] *= scale;
+  fill_hash(bh.data(), bh.numel(), 3);
+  Tensor xd = xh.to(Device::kCuda);
+  Tensor yd;
+  std::string kernel;
+  if (!w.transposed) {
+    Conv1d layer({.in_channels = w.cin,
+                  .out_channels = w.cout,
+                  .kernel_size = w.k,
+                  .stride = w.stride,
+                  .padding = w.padding,
+                  .dilation = w.dilation,
+                  .groups = w.groups});
+    layer.set_weight(wh.view());
+    layer.set_bias(bh.view());
+    yd = Tensor(layer.output_shape(in), Device::kCuda);
+    poison(yd);
+    kernel = kernel_of(layer, in);
+    layer.forward(xd.view(), yd.view(), stream);
+  } else {
+    ConvTranspose1d layer({.in_channels = w.cin,
+                           .out_channels = w.cout,
+                           .kernel_size = w.k,
+                           .stride = w.stride,
+                           .padding = w.padding,
+                           .groups = w.groups,
+                           .dilation = w.dilation});
+    layer.set_weight(wh.view());
+    layer.set_bias(bh.view());
+    yd = Tensor(layer.output_shape(in), Device::kCuda);
+    poison(yd);
+    kernel = kernel_of(layer, in);
+    layer.forward(xd.view(), yd.view(), stream);
+  }
+  if (stream != nullptr) REQUIRE(cudaStreamSynchronize(stream) == 0);
+  CAPTURE(kernel);
+  const Tensor yh = yd.to(Device::kCpu);
+  CHECK_MESSAGE(all_finite(yh), "unwritten (NaN) outputs");
+  const std::int64_t T = yh.shape().frames;
+  std::vector<std::pair<std::int64_t, std::int64_t>> ranges = {
+      {0, std::min<std::int64_t>(T, 300)},
+      {std::max<std::int64_t>(0, T / 2 - 77), std::min<std::int64_t>(T, T / 2 + 100)},
+      {std::max<std::int64_t>(0, T - 300), T}};
+  std::set<std::int64_t> batches = {0, w.n - 1}, channels = {0, w.cout / 2, w.cout - 1};
+  double num = 0.0, den = 0.0;
+  for (std::int64_t b : batches) {
+    for (std::int64_t c : channels) {
+      for (auto [t0, t1] : ranges) {
+        for (std::int64_t t = t0; t < t1; ++t) {
+          const double r =
+              w.transposed ? ref_conv_transpose1d_at(w, xh.data(), wh.data(), bh.data(), b, c, t)
+                           : ref_conv1d_at(w, xh.data(), wh.data(), bh.data(), b, c, t);
+          const double d = yh(b, c, t) - r;
+          num += d * d;
+          den += r * r;
+        }
+      }
+    }
+  }
+  const double err = std::sqrt(num / den);
+  MESSAGE(std::string(w.name), ": kernel ", kernel, ", relative L2 on slices ", err);
+  CHECK(err <= kTolerance);
+}
+
+}  // namespace
+
+TEST_CASE("cuda: conv1d random grid against the float64 oracle") {
+  CUDA_OR_SKIP();
+  GridStats stats;
+  conv1d_grid(320, 20261129, stats);
+  MESSAGE("conv1d grid: ", stats.runs, " configs (", stats.strided, " strided), worst ",
+          stats.worst, " at ", stats.worst_config, "; kernels: ", join(stats.kernels));
+  CHECK(stats.runs >= 300);
+  // Every kernel family was exercised by the grid.
+  for (const char* k : {"conv1d_winograd_f43_ffma", "conv1d_direct_coalesced"}) {
+    CHECK_MESSAGE(stats.kernels.count(k) == 1, "grid never ran ", k);
+  }
+  for (const char* prefix : {"conv1d_implicit_gemm_ffma_", "conv1d_gemm_v2_ffma_"}) {
+    CHECK_MESSAGE(std::any_of(stats.kernels.begin(), stats.kernels.end(),
+                              [&](const std::string& k) { return k.rfind(prefix, 0) == 0; }),
+                  "grid never ran ", prefix, "*");
+  }
+}
+
+TEST_CASE("cuda: conv_transpose1d random grid against the float64 oracle") {
+  CUDA_OR_SKIP();
+  GridStats stats;
+  conv_transpose1d_grid(320, 777, stats);
+  MESSAGE("conv_transpose1d grid: ", stats.runs, " configs (", stats.strided, " strided), worst ",
+          stats.worst, " at ", stats.worst_config, "; kernels: ", join(stats.kernels));
+  CHECK(stats.runs >= 300);
+  for (const char* k : {"conv_transpose1d_winograd_f43_ffma", "conv_transpose1d_direct_gather",
+                        "conv_transpose1d_polyphase_narrow"}) {
+    CHECK_MESSAGE(stats.kernels.count(k) == 1, "grid never ran ", k);
+  }
+  CHECK_MESSAGE(std::any_of(stats.kernels.begin(), stats.kernels.end(),
+                            [](const std::string& k) {
+                              return k.rfind("conv_transpose1d_polyphase_gemm_ffma", 0) == 0;
+                            }),
+                "grid never ran conv_transpose1d_polyphase_gemm_ffma_*");
+}
+
+// Edge cases a random grid can miss.
+TEST_CASE("cuda: edges (single frame, K > frames with padding, big stride, wide GEMM tiles)") {
+  CUDA_OR_SKIP();
+  GridStats stats;
+  std::uint64_t seed = 5;
+  // Conv1d: one output frame, kernel longer than the input (padding), stride > K.
+  run_config<Conv1d, Conv1dOptions>(
+      {.in_channels = 3, .out_channels = 70, .kernel_size = 9, .stride = 1, .padding = 4}, 2, 1,
+      false, seed++, stats);
+  run_config<Conv1d, Conv1dOptions>({.in_channels = 2,
+                                     .out_channels = 130,
+                                     .kernel_size = 2,
+                                     .stride = 5,
+                                     .padding = 1,
+                                     .padding_mode = PaddingMode::kCircular},
+                                    1, 301, false, seed++, stats);
+  run_config<Conv1d, Conv1dOptions>(
+      {.in_channels = 1, .out_channels = 514, .kernel_size = 64, .stride = 16}, 2, 1000, true,
+      seed++, stats);
+  run_config<Conv1d, Conv1dOptions>({.in_channels = 130, .out_channels = 129, .kernel_size = 1}, 2,
+                                    517, false, seed++, stats);
+  run_config<Conv1d, Conv1dOptions>({.in_channels = 64,
+                                     .out_channels = 128,
+                                     .kernel_size = 3,
+                                     .padding = Padding::same(),
+                                     .padding_mode = PaddingMode::kReflect},
+                                    1, 4, false, seed++, stats);
+  run_config<Conv1d, Conv1dOptions>({.in_channels = 64,
+                                     .out_channels = 128,
+                                     .kernel_size = 3,
+                                     .padding = 1,
+                                     .padding_mode = PaddingMode::kCircular},
+                                    2, 131, true, seed++, stats);
+  // ConvTranspose1d: stride > K (phases with no taps), output_padding, decoders.
+  run_config<ConvTranspose1d, ConvTranspose1dOptions>({.in_channels = 5,
+                                                       .out_channels = 7,
+                                                       .kernel_size = 2,
+                                                       .stride = 5,
+                                                       .padding = 0,
+                                                       .output_padding = 3},
+                                                      2, 33, false, seed++, stats);
+  run_config<ConvTranspose1d, ConvTranspose1dOptions>(
+      {.in_channels = 130, .out_channels = 1, .kernel_size = 64, .stride = 16, .padding = 3}, 2, 50,
+      true, seed++, stats);
+  run_config<ConvTranspose1d, ConvTranspose1dOptions>(
+      {.in_channels = 64, .out_channels = 32, .kernel_size = 4, .stride = 2, .padding = 1}, 2, 257,
+      false, seed++, stats);
+  run_config<ConvTranspose1d, ConvTranspose1dOptions>(
+      {.in_channels = 128, .out_channels = 128, .kernel_size = 3, .stride = 1, .padding = 5}, 1,
+      300, false, seed++, stats);
+  run_config<ConvTranspose1d, ConvTranspose1dOptions>({.in_channels = 3,
+                                                       .out_channels = 6,
+                                                       .kernel_size = 5,
+                                                       .stride = 3,
+                                                       .padding = 2,
+                                                       .output_padding = 1,
+                                                       .groups = 3,
+                                                       .dilation = 2},
+                                                      2, 40, false, seed++, stats);
+  MESSAGE("edges: worst ", stats.worst, " at ", stats.worst_config);
+  CHECK(stats.runs == 11);
+}
+
+TEST_CASE("cuda:sanitize small grid (compute-sanitizer subset)") {
+  CUDA_OR_SKIP();
+  GridStats a, b;
+  conv1d_grid(24, 99, a);
+  conv_transpose1d_grid(24, 98, b);
+  CHECK(a.runs == 24);
+  CHECK(b.runs == 24);
+}
+
+TEST_CASE("cuda:sanitize user stream and seed-like shapes") {
+  CUDA_OR_SKIP();
+  void* stream = nullptr;
+  REQUIRE(cudaStreamCreate(&stream) == 0);
+  // Small versions of the workload shapes, each kernel family, on a caller's stream.
+  const Workload small[] = {
+      {"seedA-small", false, 2, 64, 128, 700, 3, 1, 0, 1, 1},
+      {"seedB-small", true, 2, 128, 128, 517, 3, 1, 0, 1, 1},
+      {"enc-small", false, 2, 1, 512, 1001, 16, 8, 0, 1, 1},
+      {"dec-small", true, 2, 512, 1, 129, 16, 8, 0, 1, 1},
+      {"stft-small", true, 1, 514, 1, 9, 512, 128, 0, 1, 1},
+      {"dw-small", false, 2, 64, 64, 999, 3, 1, 8, 8, 64},
+      {"up-small", true, 2, 64, 32, 333, 4, 2, 1, 1, 1},
+  };
+  for (const auto& w : small) check_workload(w, stream);
+  REQUIRE(cudaStreamDestroy(stream) == 0);
+}
+
+TEST_CASE("cuda: user stream at full size (seedA on a cudaStreamCreate stream)") {
+  CUDA_OR_SKIP();
+  void* stream = nullptr;
+  REQUIRE(cudaStreamCreate(&stream) == 0);
+  check_workload(kWorkloads[0], stream);
+  REQUIRE(cudaStreamDestroy(stream) == 0);
+}
+
+TEST_CASE("cuda: seed shapes and all GPU workloads at full size (float64 slices)") {
+  CUDA_OR_SKIP();
+  for (const auto& w : kWorkloads) check_workload(w);
+}
+
+TEST_CASE("cuda: 64-bit sizes (more than 2^31 elements per tensor)") {
+  CUDA_OR_SKIP();
+  // batch * channels * frames > 2^31 through each family; frames near the end are checked.
+  const Workload big[] = {
+      {"direct-frames>2^31", false, 1, 1, 1, (1LL << 31) + 1001, 3, 1, 1, 1, 1},
+      {"gemm-2^31", false, 1, 1, 16, (1LL << 27) + 333, 5, 1, 2, 1, 1},
+      {"winograd-2^31", false, 1, 16, 32, (1LL << 26) + 77, 3, 1, 1, 1, 1},
+  };
+  for (const auto& w : big) check_workload(w);
+}
+
+namespace {
+
+// NaN and +Inf at a few input positions: exactly the outputs the float64 oracle marks
+// non-finite must be non-finite, with the same class (NaN, +Inf, -Inf); every other output
+// finite and accurate. Winograd tiles mix their inputs, so this checks the direct fallback.
+int value_class(double v) {
+  if (std::isnan(v)) return 1;
+  if (std::isinf(v)) return v > 0 ? 2 : 3;
+  return 0;
+}
+
+template <class Layer, class Options>
+void check_nonfinite(const Options& o, std::int64_t n, std::int64_t frames, std::uint64_t seed) {
+  Layer layer(o);
+  const Shape in_shape{n, o.in_channels, frames};
+  const Shape out_shape = layer.output_shape(in_shape);
+  const std::string config = describe(o, n, frames);
+  CAPTURE(config);
+  std::mt19937_64 rng(seed);
+  Tensor xt = oracle::to_tensor(oracle::random_array(in_shape, rng));
+  // A few NaN and +Inf, in different batches, channels and tiles (one near each end).
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float inf = std::numeric_limits<float>::infinity();
+  const std::int64_t C = o.in_channels;
+  xt(0, 0, std::min<std::int64_t>(frames - 1, 5)) = nan;
+  xt(n - 1, C / 2, frames / 2) = inf;
+  xt(0, C - 1, std::max<std::int64_t>(0, frames - 3)) = inf;
+  xt(n - 1, 0, frames / 3) = nan;
+  const oracle::Array xa = oracle::from_tensor(xt);
+  oracle::Array wa =
+      oracle::random_array(weight_shape(o), rng, 1.0 / std::sqrt(static_cast<double>(fan_in(o))));
+  Tensor wt = oracle::to_tensor(wa);
+  wa = oracle::from_tensor(wt);
+  layer.set_weight(wt.view());
+  std::vector<double> bias;
+  if (o.bias) {
+    Tensor bt = oracle::to_tensor(oracle::random_array(Shape{1, 1, o.out_channels}, rng));
+    bias = oracle::from_tensor(bt).data;
+    layer.set_bias(bt.view());
+  }
+  const oracle::Array ref = reference(xa, wa, bias, o);
+  const std::string kernel = kernel_of(layer, in_shape);
+  CAPTURE(kernel);
+  Tensor xd = xt.to(Device::kCuda);
+  Tensor yd(out_shape, Device::kCuda);
+  poison(yd);
+  layer.forward(xd.view(), yd.view());
+  const Tensor got = yd.to(Device::kCpu);
+  std::int64_t mismatched = 0, nonfinite = 0;
+  double num = 0.0, den = 0.0;
+  for (std::int64_t i = 0; i < got.numel(); ++i) {
+    const double r = ref.data[static_cast<std::size_t>(i)];
+    const double g = got.data()[i];
+    if (value_class(r) != value_class(g)) ++mismatched;
+    if (value_class(r) != 0) {
+      ++nonfinite;
+    } else if (std::isfinite(g)) {
+      num += (g - r) * (g - r);
+      den += r * r;
+    }
+  }
+  const double err = std::sqrt(num / den);
+  MESSAGE("non-finite: ", kernel, ": ", nonfinite, " non-finite outputs, ", mismatched,
+          " class mismatches, relative L2 of the rest ", err);
+  CHECK(nonfinite > 0);
+  CHECK_MESSAGE(mismatched == 0, mismatched, " outputs differ in class (NaN/+Inf/-Inf/finite)");
+  CHECK(err <= kTolerance);
+}
+
+}  // namespace
+
+TEST_CASE("cuda:sanitize NaN/Inf inputs reach exactly the outputs whose window holds them") {
+  CUDA_OR_SKIP();
+  std::uint64_t seed = 4242;
+  std::set<std::string> kernels;
+  auto note = [&](const auto& layer, const Shape& in) { kernels.insert(kernel_of(layer, in)); };
+  {
+    const Conv1dOptions o{.in_channels = 24, .out_channels = 64, .kernel_size = 3, .padding = 1};
+    note(Conv1d(o), Shape{2, 24, 300});
+    check_nonfinite<Conv1d>(o, 2, 300, seed++);
+  }
+  {
+    const Conv1dOptions o{.in_channels = 16,
+                          .out_channels = 40,
+                          .kernel_size = 3,
+                          .padding = Padding::same(),
+                          .padding_mode = PaddingMode::kReflect};
+    note(Conv1d(o), Shape{2, 16, 200});
+    check_nonfinite<Conv1d>(o, 2, 200, seed++);
+  }
+  {
+    const ConvTranspose1dOptions o{
+        .in_channels = 16, .out_channels = 48, .kernel_size = 3, .stride = 1, .padding = 1};
+    note(ConvTranspose1d(o), Shape{2, 16, 260});
+    check_nonfinite<ConvTranspose1d>(o, 2, 260, seed++);
+  }
+  {
+    const Conv1dOptions o{.in_channels = 12, .out_channels = 40, .kernel_size = 5, .padding = 2};
+    note(Conv1d(o), Shape{2, 12, 300});
+    check_nonfinite<Conv1d>(o, 2, 300, seed++);
+  }
+  {
+    const Conv1dOptions o{.in_channels = 1, .out_channels = 70, .kernel_size = 64, .stride = 16};
+    note(Conv1d(o), Shape{2, 1, 700});
+    check_nonfinite<Conv1d>(o, 2, 700, seed++);
+  }
+  {
+    const Conv1dOptions o{.in_channels = 8,
+                          .out_channels = 8,
+                          .kernel_size = 3,
+                          .padding = 8,
+                          .dilation = 8,
+                          .groups = 8};
+    note(Conv1d(o), Shape{2, 8, 300});
+    check_nonfinite<Conv1d>(o, 2, 300, seed++);
+  }
+  {
+    const ConvTranspose1dOptions o{
+        .in_channels = 64, .out_channels = 1, .kernel_size = 16, .stride = 8, .padding = 0};
+    note(ConvTranspose1d(o), Shape{2, 64, 300});
+    check_nonfinite<ConvTranspose1d>(o, 2, 300, seed++);
+  }
+  {
+    const ConvTranspose1dOptions o{
+        .in_channels = 20, .out_channels = 1, .kernel_size = 128, .stride = 32, .padding = 3};
+    note(ConvTranspose1d(o), Shape{2, 20, 70});
+    check_nonfinite<ConvTranspose1d>(o, 2, 70, seed++);
+  }
+  {
+    const ConvTranspose1dOptions o{
+        .in_channels = 16, .out_channels = 12, .kernel_size = 4, .stride = 2, .padding = 1};
+    note(ConvTranspose1d(o), Shape{2, 16, 150});
+    check_nonfinite<ConvTranspose1d>(o, 2, 150, seed++);
+  }
+  MESSAGE("non-finite check ran: ", join(kernels));
+}
