@@ -35,6 +35,15 @@ int cudaStreamDestroy(void* stream);
 int cudaStreamSynchronize(void* stream);
 int cudaMemset(void* ptr, int value, std::size_t bytes);
 int cudaDeviceSynchronize();
+int cudaGetDevice(int* device);
+int cudaDeviceGetAttribute(int* value, int attr, int device);  // attr: cudaDeviceAttr
+}
+
+// cudaDevAttrComputeCapabilityMajor (driver_types.h): thread-block clusters from 9 on.
+static bool device_has_clusters() {
+  int device = 0, major = 0;
+  return cudaGetDevice(&device) == 0 && cudaDeviceGetAttribute(&major, 75, device) == 0 &&
+         major >= 9;
 }
 
 namespace {
@@ -618,6 +627,54 @@ TEST_CASE("cuda: edges (single frame, K > frames with padding, big stride, wide 
   CHECK(stats.runs == 11);
 }
 
+// STFT-like decoders (one output channel per group, stride >= 32, K a multiple of the stride):
+// the phase GEMM, split over thread-block clusters where the output tiles underfill the GPU.
+// Ragged channels, frames, phases below a tile, two row tiles, padding, output_padding, groups,
+// strided views.
+TEST_CASE("cuda: phase GEMM with the reduction split over clusters (STFT-like decoders)") {
+  CUDA_OR_SKIP();
+  GridStats stats;
+  std::uint64_t seed = 31;
+  using O = ConvTranspose1dOptions;
+  run_config<ConvTranspose1d, O>(
+      {.in_channels = 514, .out_channels = 1, .kernel_size = 512, .stride = 128}, 2, 37, false,
+      seed++, stats);
+  run_config<ConvTranspose1d, O>({.in_channels = 257,
+                                  .out_channels = 1,
+                                  .kernel_size = 256,
+                                  .stride = 64,
+                                  .padding = 32,
+                                  .output_padding = 5},
+                                 3, 100, true, seed++, stats);
+  run_config<ConvTranspose1d, O>({.in_channels = 100,
+                                  .out_channels = 2,
+                                  .kernel_size = 96,
+                                  .stride = 32,
+                                  .padding = 7,
+                                  .groups = 2},
+                                 1, 50, false, seed++, stats);
+  run_config<ConvTranspose1d, O>(
+      {.in_channels = 130, .out_channels = 1, .kernel_size = 160, .stride = 40, .padding = 3}, 2,
+      300, true, seed++, stats);
+  run_config<ConvTranspose1d, O>(
+      {.in_channels = 33, .out_channels = 1, .kernel_size = 1024, .stride = 256, .padding = 100}, 1,
+      20, false, seed++, stats);
+  run_config<ConvTranspose1d, O>(
+      {.in_channels = 1030, .out_channels = 1, .kernel_size = 128, .stride = 128}, 1, 1, false,
+      seed++, stats);
+  MESSAGE("phase split: worst ", stats.worst, " at ", stats.worst_config,
+          "; kernels: ", join(stats.kernels));
+  CHECK(stats.runs == 6);
+  if (device_has_clusters()) {
+    CHECK_MESSAGE(std::any_of(stats.kernels.begin(), stats.kernels.end(),
+                              [](const std::string& k) {
+                                return k.find("phase_gemm_v2_ffma_") != std::string::npos &&
+                                       k.find("_split") != std::string::npos;
+                              }),
+                  "no split phase GEMM ran");
+  }
+}
+
 TEST_CASE("cuda:sanitize small grid (compute-sanitizer subset)") {
   CUDA_OR_SKIP();
   GridStats a, b;
@@ -795,6 +852,12 @@ TEST_CASE("cuda:sanitize NaN/Inf inputs reach exactly the outputs whose window h
     const ConvTranspose1dOptions o{
         .in_channels = 20, .out_channels = 1, .kernel_size = 128, .stride = 32, .padding = 3};
     note(ConvTranspose1d(o), Shape{2, 20, 70});
+    check_nonfinite<ConvTranspose1d>(o, 2, 70, seed++);
+  }
+  {  // phase GEMM split over a cluster (sm_90+)
+    const ConvTranspose1dOptions o{
+        .in_channels = 96, .out_channels = 1, .kernel_size = 128, .stride = 32, .padding = 5};
+    note(ConvTranspose1d(o), Shape{2, 96, 70});
     check_nonfinite<ConvTranspose1d>(o, 2, 70, seed++);
   }
   {

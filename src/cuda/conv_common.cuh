@@ -72,6 +72,20 @@ inline int num_sms() {
   return count;
 }
 
+// Thread-block clusters (sm_90+): the split-reduction phase GEMM needs them (read once).
+inline bool cluster_launch_supported() {
+  static const bool ok = [] {
+    int device = 0, v = 0;
+    if (cudaGetDevice(&device) != cudaSuccess ||
+        cudaDeviceGetAttribute(&v, cudaDevAttrClusterLaunch, device) != cudaSuccess) {
+      cudaGetLastError();
+      return false;
+    }
+    return v != 0;
+  }();
+  return ok;
+}
+
 // Grid extents are capped; kernels loop over the rest (64-bit work counts).
 constexpr std::int64_t kMaxGridX = 1LL << 30;
 constexpr std::int64_t kMaxGridYZ = 65535;
@@ -117,15 +131,20 @@ void launch_conv_transpose1d_gemm(const ConvTranspose1dParams& p, TensorView<con
 
 // GEMM v2 (conv_gemm_v2.cu): linear operand maps, no per-element decode. Conv1d with zeros
 // padding and in/groups * K >= 32; ConvTranspose1d with one output channel per group, dilation
-// 1, stride >= 32 and K a multiple of the stride (rows = phases).
+// 1, stride >= 32 and K a multiple of the stride (rows = phases). The transposed one splits
+// its reduction over a cluster of `split` blocks (1..kMaxSplit; > 1 only where
+// cluster_launch_supported()), reduced deterministically through distributed shared memory.
+constexpr int kMaxSplit = 8;
 bool conv1d_gemm_v2_supported(const Conv1dParams& p);
 bool conv_transpose1d_gemm_v2_supported(const ConvTranspose1dParams& p);
+int conv_transpose1d_gemm_v2_steps(const ConvTranspose1dParams& p);  // reduction steps of 8
 void launch_conv1d_gemm_v2(const Conv1dParams& p, TensorView<const float> x, const float* w,
                            const float* bias, TensorView<float> y, cudaStream_t stream,
                            GemmTile tile, const char* name);
 void launch_conv_transpose1d_gemm_v2(const ConvTranspose1dParams& p, TensorView<const float> x,
                                      const float* w, const float* bias, TensorView<float> y,
-                                     cudaStream_t stream, GemmTile tile, const char* name);
+                                     cudaStream_t stream, GemmTile tile, int split,
+                                     const char* name);
 
 // 1-D Winograd F(4,3), K = 3, stride 1, dilation 1.
 void launch_conv1d_winograd(const Conv1dParams& p, TensorView<const float> x, const float* w,

@@ -18,14 +18,19 @@
 //   dilation 1, stride 2..16, K % stride == 0, K / stride <= 4, out/groups <= 4 (decoders)
 //                                  -> conv_transpose1d_polyphase_splitk
 //   out/groups == 1, dilation 1, stride >= 32, K % stride == 0 (STFT-like synthesis)
-//                                  -> conv_transpose1d_phase_gemm_v2_ffma_{128,64,32}x128
+//                                  -> conv_transpose1d_phase_gemm_v2_ffma_{128,64,32}x128, and
+//                                     where the output tiles underfill the GPU (sm_90+):
+//                                     ..._{128,64,32}x128_split{2..8} (reduction split over a
+//                                     thread-block cluster, summed in distributed shared memory)
 //   dilation 1, stride >= 2, out/groups <= 4 (other decoders)
 //                                  -> conv_transpose1d_polyphase_narrow
 //   dilation 1 or stride 1, rows = out/groups * phases > 4
 //                                  -> conv_transpose1d_polyphase_gemm_ffma_*x128
 //   otherwise                      -> conv_transpose1d_direct_gather
+#include <array>
 #include <cstdlib>
 #include <string>
+#include <utility>
 
 #include "cuda/conv_common.cuh"
 #include "cuda/dispatch.hpp"
@@ -40,7 +45,56 @@ struct Choice {
   Family family;
   GemmTile tile;
   const char* name;
+  int split = 1;
 };
+
+// Benchmarking knobs, read once: CONVBANK_CUDA_PHASE_TILE=128|64|32 and
+// CONVBANK_CUDA_PHASE_SPLIT=1..8 force the transposed phase GEMM's tile rows and split.
+int env_int(const char* name) {
+  const char* v = std::getenv(name);
+  return v != nullptr ? std::atoi(v) : 0;
+}
+
+const char* phase_split_name(GemmTile tile, int split) {
+  static const auto names = [] {
+    std::array<std::array<std::string, kMaxSplit + 1>, 3> n;
+    const char* rows[3] = {"128", "64", "32"};
+    for (int t = 0; t < 3; ++t) {
+      for (int k = 0; k <= kMaxSplit; ++k) {
+        n[t][k] = std::string("conv_transpose1d_phase_gemm_v2_ffma_") + rows[t] + "x128_split" +
+                  std::to_string(k);
+      }
+    }
+    return n;
+  }();
+  const int t = tile == GemmTile::k128x128 ? 0 : tile == GemmTile::k64x128 ? 1 : 2;
+  return names[t][split].c_str();
+}
+
+// Reduction split of the phase GEMM: minimises waves x (steps per slice + a fixed cost for
+// the prologue and the cluster reduction), with at least 8 steps per slice; ties keep the
+// smaller split. Blocks per multiprocessor follow the kernels' launch bounds (256 threads: 2,
+// 128 threads: 4), so a wave of either 8x8-per-thread tile costs the same per step and the
+// costs of the 128- and 64-row tiles compare directly. Returns {split, cost}.
+std::pair<int, std::int64_t> pick_split(GemmTile tile, std::int64_t blocks, int steps) {
+  const std::int64_t slots =
+      static_cast<std::int64_t>(num_sms()) * (tile == GemmTile::k128x128 ? 2 : 4);
+  auto cost = [&](std::int64_t k) {
+    const std::int64_t waves = (blocks * k + slots - 1) / slots;
+    return waves * ((steps + k - 1) / k + 6);
+  };
+  if (!cluster_launch_supported()) return {1, cost(1)};
+  static const int forced = env_int("CONVBANK_CUDA_PHASE_SPLIT");
+  if (forced >= 1) {
+    const int k = forced < kMaxSplit ? forced : kMaxSplit;
+    return {k, cost(k)};
+  }
+  int best = 1;
+  for (int k = 2; k <= kMaxSplit && steps / k >= 8; ++k) {
+    if (cost(k) < cost(best)) best = k;
+  }
+  return {best, cost(best)};
+}
 
 const char* gemm_name(bool transposed, GemmTile tile) {
   if (transposed) {
@@ -159,7 +213,32 @@ Choice choose(const ConvTranspose1dParams& p) {
   if (conv_transpose1d_gemm_v2_supported(p)) {
     const std::int64_t q0 = p.padding / p.stride;
     const std::int64_t cols = (p.out_frames - 1 + p.padding) / p.stride - q0 + 1;
-    const GemmTile tile = pick_tile_v2(p.stride, cols, p.batch * p.groups);
+    GemmTile tile = pick_tile_v2(p.stride, cols, p.batch * p.groups);
+    auto blocks = [&](GemmTile t) {
+      const std::int64_t bm = t == GemmTile::k128x128 ? 128 : t == GemmTile::k64x128 ? 64 : 32;
+      return (p.stride + bm - 1) / bm * ((cols + 127) / 128) * p.batch * p.groups;
+    };
+    const int steps = conv_transpose1d_gemm_v2_steps(p);
+    auto [split, cost] = pick_split(tile, blocks(tile), steps);
+    // Split over clusters, the 128-row tile (more reuse per load) where it costs no more waves
+    // and pads the phases by at most an eighth (measured on dec_stft512: 0.33 vs 0.37 ms).
+    if (split > 1 && tile == GemmTile::k64x128 &&
+        (p.stride + 127) / 128 * 128 - p.stride <= p.stride / 8) {
+      const auto [split128, cost128] =
+          pick_split(GemmTile::k128x128, blocks(GemmTile::k128x128), steps);
+      if (cost128 <= cost) {
+        tile = GemmTile::k128x128;
+        split = split128;
+      }
+    }
+    static const int forced_tile = env_int("CONVBANK_CUDA_PHASE_TILE");
+    if (forced_tile == 128 || forced_tile == 64 || forced_tile == 32) {
+      tile = forced_tile == 128  ? GemmTile::k128x128
+             : forced_tile == 64 ? GemmTile::k64x128
+                                 : GemmTile::k32x128;
+      split = pick_split(tile, blocks(tile), steps).first;
+    }
+    if (split > 1) return {Family::kGemm2, tile, phase_split_name(tile, split), split};
     return {Family::kGemm2, tile, gemm2_name(true, tile)};
   }
   if (cout_g <= 4 && conv_transpose1d_narrow_supported(p)) {
@@ -268,7 +347,7 @@ void conv_transpose1d(const ConvTranspose1dParams& p, TensorView<const float> in
       launch_conv_transpose1d_splitk(p, input, weight, bias, output, s, c.name);
       break;
     case Family::kGemm2:
-      launch_conv_transpose1d_gemm_v2(p, input, weight, bias, output, s, c.tile, c.name);
+      launch_conv_transpose1d_gemm_v2(p, input, weight, bias, output, s, c.tile, c.split, c.name);
       break;
   }
 }

@@ -19,6 +19,17 @@
 // (register prefetch, two shared buffers, one barrier per step). Each thread's B loads share one
 // reduction row per step, so (ci, m) is derived once per step (a float reciprocal, exact for
 // r < 2^22) and A needs no division at all.
+//
+// Split reduction (ConvTranspose1d phase GEMM, sm_90 thread-block clusters): when the output
+// tiles alone underfill the GPU (one output channel: rows = stride phases, e.g. STFT synthesis
+// with 128 x ~1024 outputs per batch), a cluster of S blocks computes one output tile, each
+// block a contiguous slice of the reduction steps. The partial tiles are staged in each block's
+// shared memory and every block sums a 1/S share of the tile over the S ranks through
+// distributed shared memory, always in rank order (deterministic, no atomics), adds the bias
+// and writes its share along time (coalesced). Sums are plain fp32 additions of partials, so a
+// NaN/Inf input still reaches exactly the outputs whose sum holds it.
+#include <cooperative_groups.h>
+
 #include "cuda/conv_common.cuh"
 
 namespace convbank::detail::cuda {
@@ -50,10 +61,17 @@ struct Gemm2Args {
   int b_kfast;  // B loaded reduction-fastest (large conv strides)
   int vec_store;
   int steps;
+  int split;  // reduction slices per output tile (cluster size); 1 without clusters
   std::int64_t row_tiles, col_tiles;
 };
 
-template <int BM, int BN, int TM, int TN, bool Transposed, bool KFast>
+// Shared floats of the split-reduction staging: BM x (columns per pass) partials, padded rows.
+template <int BM, int BN>
+constexpr int red_passes() {
+  return BN * (BM + 4) * 4 > 40000 ? 2 : 1;
+}
+
+template <int BM, int BN, int TM, int TN, bool Transposed, bool KFast, bool Cluster>
 __global__ void __launch_bounds__((BM / TM) * (BN / TN), (BM / TM) * (BN / TN) >= 256 ? 2 : 4)
     conv_gemm_v2_kernel(Gemm2Args a) {
   constexpr int NT = (BM / TM) * (BN / TN);
@@ -65,8 +83,16 @@ __global__ void __launch_bounds__((BM / TM) * (BN / TN), (BM / TM) * (BN / TN) >
   constexpr int LDB = BN + 4;
   constexpr int AG = TM / 4, BG = TN / 4;
   constexpr int AGS = BM / AG, BGS = BN / BG;
-  __shared__ __align__(16) float As[2][kBK][LDA];
-  __shared__ __align__(16) float Bs[2][kBK][LDB];
+  constexpr int kPipe = 2 * kBK * (LDA + LDB);
+  // Split reduction: partials staged as red[column][row] (rows = phases, contiguous in time).
+  constexpr int PASSES = red_passes<BM, BN>();
+  constexpr int RCOLS = BN / PASSES;
+  constexpr int LDR = BM + 4;
+  constexpr int kRed = Cluster ? RCOLS * LDR : 0;
+  static_assert(!Cluster || (Transposed && (PASSES == 1 || PASSES == TN / 4)), "split layout");
+  __shared__ __align__(16) float smem[kPipe > kRed ? kPipe : kRed];
+  auto As = reinterpret_cast<float(*)[kBK][LDA]>(smem);
+  auto Bs = reinterpret_cast<float(*)[kBK][LDB]>(smem + 2 * kBK * LDA);
 
   const int tid = threadIdx.x;
   const int lane = tid & 31;
@@ -96,7 +122,13 @@ __global__ void __launch_bounds__((BM / TM) * (BN / TN), (BM / TM) * (BN / TN) >
     const float* wg = a.w + g * a.w_gs;
     for (std::int64_t rt = blockIdx.y; rt < a.row_tiles; rt += gridDim.y) {
       const int row0 = static_cast<int>(rt * BM);
-      for (std::int64_t ct = blockIdx.x; ct < a.col_tiles; ct += gridDim.x) {
+      // Clusters: consecutive x blocks (one cluster) share a column tile, one slice each.
+      const int split = Cluster ? a.split : 1;
+      const int slice = Cluster ? static_cast<int>(blockIdx.x % split) : 0;
+      const int step_begin = static_cast<int>(static_cast<std::int64_t>(a.steps) * slice / split);
+      const int step_end =
+          static_cast<int>(static_cast<std::int64_t>(a.steps) * (slice + 1) / split);
+      for (std::int64_t ct = blockIdx.x / split; ct < a.col_tiles; ct += gridDim.x / split) {
         const std::int64_t col0 = ct * BN;
         float acc[TM][TN];
 #pragma unroll
@@ -147,12 +179,12 @@ __global__ void __launch_bounds__((BM / TM) * (BN / TN), (BM / TM) * (BN / TN) >
           for (int l = 0; l < BL; ++l) Bs[buf][b_kk(l)][b_n(l)] = rb[l];
         };
 
-        load(0);
+        load(step_begin);
         store(0);
         __syncthreads();
-        for (int step = 0; step < a.steps; ++step) {
-          const int buf = step & 1;
-          const bool more = step + 1 < a.steps;
+        for (int step = step_begin; step < step_end; ++step) {
+          const int buf = (step - step_begin) & 1;
+          const bool more = step + 1 < step_end;
           if (more) load(step + 1);
 #pragma unroll
           for (int kk = 0; kk < kBK; ++kk) {
@@ -182,34 +214,84 @@ __global__ void __launch_bounds__((BM / TM) * (BN / TN), (BM / TM) * (BN / TN) >
           __syncthreads();
         }
 
-        // Epilogue: bias, each output written exactly once.
+        if constexpr (Cluster) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+          namespace cg = cooperative_groups;
+          cg::cluster_group cluster = cg::this_cluster();
+          const float bias = a.bias != nullptr ? __ldg(a.bias + g) : 0.0f;
+          float* yrow = a.y + b * a.y_bs + g * a.y_cs;
+          float* red = smem;
 #pragma unroll
-        for (int i = 0; i < TM; ++i) {
-          const int rowg = row0 + (i / 4) * AGS + ty * 4 + (i % 4);
-          if (rowg >= a.M) continue;
-          const std::int64_t och = Transposed ? g : g * a.cout_g + rowg;
-          const float bias = a.bias != nullptr ? __ldg(a.bias + och) : 0.0f;
-          float* yrow = a.y + b * a.y_bs + och * a.y_cs;
+          for (int pass = 0; pass < PASSES; ++pass) {
+            // This block's partial tile (its columns of this pass) into its own shared memory.
 #pragma unroll
-          for (int gj = 0; gj < BG; ++gj) {
-            const std::int64_t c = col0 + gj * BGS + tx * 4;
-            if (Transposed) {
+            for (int gj = 0; gj < BG; ++gj) {
+              if (PASSES != 1 && gj != pass) continue;
 #pragma unroll
-              for (int j = 0; j < 4; ++j) {
-                const std::int64_t t = (a.q0 + c + j) * a.P + rowg - a.pad;
-                if (c + j < a.N && t >= 0 && t < a.out_frames) yrow[t] = acc[i][gj * 4 + j] + bias;
+              for (int gi = 0; gi < AG; ++gi) {
+#pragma unroll
+                for (int j = 0; j < 4; ++j) {
+                  const int cl = gj * BGS + tx * 4 + j - pass * RCOLS;
+                  float4 v;
+                  v.x = acc[gi * 4 + 0][gj * 4 + j];
+                  v.y = acc[gi * 4 + 1][gj * 4 + j];
+                  v.z = acc[gi * 4 + 2][gj * 4 + j];
+                  v.w = acc[gi * 4 + 3][gj * 4 + j];
+                  *reinterpret_cast<float4*>(&red[cl * LDR + gi * AGS + ty * 4]) = v;
+                }
               }
-            } else if (a.vec_store && c + 3 < a.N) {
-              float4 v;
-              v.x = acc[i][gj * 4 + 0] + bias;
-              v.y = acc[i][gj * 4 + 1] + bias;
-              v.z = acc[i][gj * 4 + 2] + bias;
-              v.w = acc[i][gj * 4 + 3] + bias;
-              *reinterpret_cast<float4*>(yrow + c) = v;
-            } else {
+            }
+            cluster.sync();
+            // This rank's share of the tile, summed over the ranks in rank order.
+            constexpr int E = RCOLS * BM;
+            const int e0 = static_cast<int>(static_cast<std::int64_t>(E) * slice / split);
+            const int e1 = static_cast<int>(static_cast<std::int64_t>(E) * (slice + 1) / split);
+            for (int e = e0 + tid; e < e1; e += NT) {
+              const int cl = e / BM, rl = e % BM;
+              const int off = cl * LDR + rl;
+              float sum = *cluster.map_shared_rank(red + off, 0);
+              for (int k = 1; k < split; ++k) sum += *cluster.map_shared_rank(red + off, k);
+              const int rowg = row0 + rl;
+              const std::int64_t c = col0 + pass * RCOLS + cl;
+              const std::int64_t t = (a.q0 + c) * a.P + rowg - a.pad;
+              if (rowg < a.M && c < a.N && t >= 0 && t < a.out_frames) yrow[t] = sum + bias;
+            }
+            cluster.sync();  // every rank has read the partials before they are overwritten
+          }
+#else
+          __trap();  // launched only where cluster launch is supported (sm_90+)
+#endif
+        } else {
+          // Epilogue: bias, each output written exactly once.
 #pragma unroll
-              for (int j = 0; j < 4; ++j) {
-                if (c + j < a.N) yrow[c + j] = acc[i][gj * 4 + j] + bias;
+          for (int i = 0; i < TM; ++i) {
+            const int rowg = row0 + (i / 4) * AGS + ty * 4 + (i % 4);
+            if (rowg >= a.M) continue;
+            const std::int64_t och = Transposed ? g : g * a.cout_g + rowg;
+            const float bias = a.bias != nullptr ? __ldg(a.bias + och) : 0.0f;
+            float* yrow = a.y + b * a.y_bs + och * a.y_cs;
+#pragma unroll
+            for (int gj = 0; gj < BG; ++gj) {
+              const std::int64_t c = col0 + gj * BGS + tx * 4;
+              if (Transposed) {
+#pragma unroll
+                for (int j = 0; j < 4; ++j) {
+                  const std::int64_t t = (a.q0 + c + j) * a.P + rowg - a.pad;
+                  if (c + j < a.N && t >= 0 && t < a.out_frames)
+                    yrow[t] = acc[i][gj * 4 + j] + bias;
+                }
+              } else if (a.vec_store && c + 3 < a.N) {
+                float4 v;
+                v.x = acc[i][gj * 4 + 0] + bias;
+                v.y = acc[i][gj * 4 + 1] + bias;
+                v.z = acc[i][gj * 4 + 2] + bias;
+                v.w = acc[i][gj * 4 + 3] + bias;
+                *reinterpret_cast<float4*>(yrow + c) = v;
+              } else {
+#pragma unroll
+                for (int j = 0; j < 4; ++j) {
+                  if (c + j < a.N) yrow[c + j] = acc[i][gj * 4 + j] + bias;
+                }
               }
             }
           }
@@ -225,12 +307,41 @@ void launch_tile(Gemm2Args a, cudaStream_t stream, const char* name, const std::
   constexpr int NT = (BM / TM) * (BN / TN);
   a.row_tiles = (a.M + BM - 1) / BM;
   a.col_tiles = (a.N + BN - 1) / BN;
+  if constexpr (Transposed) {
+    if (a.split > 1) {
+      // One cluster of `split` blocks per column tile (grid x a multiple of the cluster size).
+      const std::int64_t split = a.split;
+      const dim3 grid(static_cast<unsigned>(grid_dim(a.col_tiles, kMaxGridX / split) * split),
+                      grid_dim(a.row_tiles, kMaxGridYZ), grid_dim(a.bg_count, kMaxGridYZ));
+      cudaLaunchConfig_t cfg{};
+      cfg.gridDim = grid;
+      cfg.blockDim = dim3(NT);
+      cfg.dynamicSmemBytes = 0;
+      cfg.stream = stream;
+      cudaLaunchAttribute attr[1];
+      attr[0].id = cudaLaunchAttributeClusterDimension;
+      attr[0].val.clusterDim.x = static_cast<unsigned>(split);
+      attr[0].val.clusterDim.y = 1;
+      attr[0].val.clusterDim.z = 1;
+      cfg.attrs = attr;
+      cfg.numAttrs = 1;
+      const cudaError_t st =
+          cudaLaunchKernelEx(&cfg, conv_gemm_v2_kernel<BM, BN, TM, TN, true, false, true>, a);
+      if (st != cudaSuccess) {
+        cudaGetLastError();  // clear it; report it with the kernel and the shape
+        throw Error(std::string("CUDA: kernel ") + name + " failed to launch for " + shape + ": " +
+                    cudaGetErrorName(st) + " (" + cudaGetErrorString(st) + ")");
+      }
+      check_launch(name, shape);
+      return;
+    }
+  }
   const dim3 grid(grid_dim(a.col_tiles, kMaxGridX), grid_dim(a.row_tiles, kMaxGridYZ),
                   grid_dim(a.bg_count, kMaxGridYZ));
   if (!Transposed && a.b_kfast) {
-    conv_gemm_v2_kernel<BM, BN, TM, TN, Transposed, !Transposed><<<grid, NT, 0, stream>>>(a);
+    conv_gemm_v2_kernel<BM, BN, TM, TN, Transposed, !Transposed, false><<<grid, NT, 0, stream>>>(a);
   } else {
-    conv_gemm_v2_kernel<BM, BN, TM, TN, Transposed, false><<<grid, NT, 0, stream>>>(a);
+    conv_gemm_v2_kernel<BM, BN, TM, TN, Transposed, false, false><<<grid, NT, 0, stream>>>(a);
   }
   check_launch(name, shape);
 }
@@ -265,6 +376,7 @@ Gemm2Args common_args(TensorView<const float> x, const float* w, const float* bi
   a.y_cs = y.channel_stride();
   a.in_frames = x.frames();
   a.out_frames = y.frames();
+  a.split = 1;
   a.vec_store = (reinterpret_cast<std::uintptr_t>(y.data()) % 16 == 0) &&
                 y.channel_stride() % 4 == 0 && y.batch_stride() % 4 == 0;
   return a;
@@ -281,6 +393,11 @@ bool conv1d_gemm_v2_supported(const Conv1dParams& p) {
       p.padding_mode == PaddingMode::kZeros || (p.pad_left == 0 && p.pad_right == 0);
   return zero_pad && R >= 32 && R < kMaxR && cout_g * R < (1LL << 31) && p.stride < (1LL << 22) &&
          p.dilation * p.kernel_size < (1LL << 30);
+}
+
+int conv_transpose1d_gemm_v2_steps(const ConvTranspose1dParams& p) {
+  const std::int64_t R = p.in_channels / p.groups * (p.kernel_size / p.stride);
+  return static_cast<int>((R + kBK - 1) / kBK);
 }
 
 bool conv_transpose1d_gemm_v2_supported(const ConvTranspose1dParams& p) {
@@ -319,7 +436,8 @@ void launch_conv1d_gemm_v2(const Conv1dParams& p, TensorView<const float> x, con
 
 void launch_conv_transpose1d_gemm_v2(const ConvTranspose1dParams& p, TensorView<const float> x,
                                      const float* w, const float* bias, TensorView<float> y,
-                                     cudaStream_t stream, GemmTile tile, const char* name) {
+                                     cudaStream_t stream, GemmTile tile, int split,
+                                     const char* name) {
   Gemm2Args a = common_args(x, w, bias, y);
   a.groups = p.groups;
   a.bg_count = p.batch * p.groups;
@@ -342,6 +460,7 @@ void launch_conv_transpose1d_gemm_v2(const ConvTranspose1dParams& p, TensorView<
   a.b_kfast = 0;
   a.vec_store = 0;
   a.steps = (a.R + kBK - 1) / kBK;
+  a.split = split < 1 ? 1 : (split > kMaxSplit ? kMaxSplit : split);
   launch_any<true>(a, tile, stream, name, shape_text(p));
 }
 
