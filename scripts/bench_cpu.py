@@ -52,6 +52,14 @@ def time_torch(spec, batch, repeat):
     return statistics.median(times)
 
 
+def run_ours(app, args, threads, tmp):
+    out = os.path.join(tmp, f"ours{threads}.json")
+    subprocess.run([app, "bench", "--batch", str(args.batch), "--repeat", str(args.repeat),
+                    "--threads", str(threads), "--json", out, "--workload", *args.workload],
+                   check=True, stdout=subprocess.DEVNULL)
+    return {r["workload"]: r for r in json.load(open(out))}
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("build_dir")
@@ -61,23 +69,28 @@ def main():
     args = ap.parse_args()
 
     app = os.path.join(args.build_dir, "apps", "convbank")
+    cores = os.cpu_count()
+    # Like for like: both libraries on one thread, then both on every core. (PyTorch's own
+    # default here is one thread, which would flatter us.)
     with tempfile.TemporaryDirectory() as tmp:
-        out = os.path.join(tmp, "ours.json")
-        subprocess.run([app, "bench", "--batch", str(args.batch), "--repeat", str(args.repeat),
-                        "--json", out, "--workload", *args.workload], check=True,
-                       stdout=subprocess.DEVNULL)
-        ours = {r["workload"]: r for r in json.load(open(out))}
+        ours = {t: run_ours(app, args, t, tmp) for t in (1, cores)}
     info = subprocess.run([app, "--version"], capture_output=True, text=True).stdout.strip()
-    print(f"CPU: {platform.processor() or platform.machine()}, {os.cpu_count()} cores; "
-          f"PyTorch {torch.__version__} ({torch.get_num_threads()} threads); {info}")
-    print(f"batch {args.batch}, median of {args.repeat} runs after one warm-up\n")
-    print("| workload | convbank ms | PyTorch ms | PyTorch / convbank | convbank GFLOP/s |")
-    print("|---|---|---|---|---|")
+    print(f"CPU: {platform.processor() or platform.machine()}, {cores} cores; "
+          f"PyTorch {torch.__version__}; {info}")
+    print(f"batch {args.batch}, median of {args.repeat} runs after one warm-up; "
+          f"ratio = PyTorch ms / convbank ms at the same thread count\n")
+    print(f"| workload | convbank 1 thr ms | PyTorch 1 thr ms | ratio | convbank {cores} thr ms | "
+          f"PyTorch {cores} thr ms | ratio | convbank GFLOP/s ({cores} thr) |")
+    print("|---|---|---|---|---|---|---|---|")
     for name in args.workload:
-        r = ours[name]
-        t = time_torch(WORKLOADS[name], args.batch, args.repeat)
-        print(f"| {name} | {r['median_ms']:.2f} | {t:.2f} | {t / r['median_ms']:.1f}x | "
-              f"{r['gflop'] / r['median_ms'] * 1e3:.0f} |", flush=True)
+        row = [name]
+        for t in (1, cores):
+            torch.set_num_threads(t)
+            ms_ours = ours[t][name]["median_ms"]
+            ms_torch = time_torch(WORKLOADS[name], args.batch, args.repeat)
+            row += [f"{ms_ours:.2f}", f"{ms_torch:.2f}", f"{ms_torch / ms_ours:.1f}x"]
+        gflops = ours[cores][name]["gflop"] / ours[cores][name]["median_ms"] * 1e3
+        print("| " + " | ".join(row) + f" | {gflops:.0f} |", flush=True)
 
 
 if __name__ == "__main__":
