@@ -87,6 +87,11 @@ if has bench && [ -x "$BUILD/apps/bench_cuda/convbank-bench-cuda" ]; then
         --no-cudnn --workload tcn_pointwise --workload enc_stft512 --workload enc_tasnet 2>/dev/null |
         grep -E '^\| (tcn|enc)' >>"$OUT/bench.md"
     done
+    # The GEMM v2 family on its register-prefetch core (CONVBANK_CUDA_GEMM2_CORE=0), for comparison.
+    echo "## CONVBANK_CUDA_GEMM2_CORE=0 (register core)" >>"$OUT/bench.md"
+    CONVBANK_CUDA_GEMM2_CORE=0 timeout "$(budget 40)" "$BUILD/apps/bench_cuda/convbank-bench-cuda" \
+      --no-cudnn --workload tcn_pointwise --workload enc_stft512 --workload dec_stft512 2>/dev/null |
+      grep -E '^\| (tcn|enc|dec)' >>"$OUT/bench.md"
     if command -v ncu >/dev/null; then
       echo "## ncu tcn_pointwise" >>"$OUT/bench.md"
       timeout "$(budget 60)" ncu --clock-control none --section SpeedOfLight --section Occupancy \

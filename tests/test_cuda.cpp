@@ -827,6 +827,11 @@ TEST_CASE("cuda:sanitize NaN/Inf inputs reach exactly the outputs whose window h
     note(Conv1d(o), Shape{2, 12, 300});
     check_nonfinite<Conv1d>(o, 2, 300, seed++);
   }
+  {  // pointwise: the GEMM v2 core's 16-byte B copies (aligned rows) and their ragged tail
+    const Conv1dOptions o{.in_channels = 40, .out_channels = 72, .kernel_size = 1};
+    note(Conv1d(o), Shape{2, 40, 301});
+    check_nonfinite<Conv1d>(o, 2, 301, seed++);
+  }
   {
     const Conv1dOptions o{.in_channels = 1, .out_channels = 70, .kernel_size = 64, .stride = 16};
     note(Conv1d(o), Shape{2, 1, 700});
