@@ -871,5 +871,17 @@ TEST_CASE("cuda:sanitize NaN/Inf inputs reach exactly the outputs whose window h
     note(ConvTranspose1d(o), Shape{2, 16, 150});
     check_nonfinite<ConvTranspose1d>(o, 2, 150, seed++);
   }
+  {  // K not a multiple of the stride: polyphase GEMM tiles with missing taps
+    const ConvTranspose1dOptions o{
+        .in_channels = 16, .out_channels = 12, .kernel_size = 5, .stride = 2, .padding = 1};
+    note(ConvTranspose1d(o), Shape{2, 16, 150});
+    check_nonfinite<ConvTranspose1d>(o, 2, 150, seed++);
+  }
+  {  // ... and the narrow polyphase kernel's last tap
+    const ConvTranspose1dOptions o{
+        .in_channels = 16, .out_channels = 1, .kernel_size = 5, .stride = 2, .padding = 0};
+    note(ConvTranspose1d(o), Shape{2, 16, 150});
+    check_nonfinite<ConvTranspose1d>(o, 2, 150, seed++);
+  }
   MESSAGE("non-finite check ran: ", join(kernels));
 }

@@ -172,13 +172,24 @@ __global__ void __launch_bounds__(kNarrowThreads)
                         ? __ldg(xrow + pos)
                         : 0.0f;
                 const float* wv = ws + (ci * a.T + m) * PH;
+                if (m + 1 < a.T) {
 #pragma unroll
-                for (int j4 = 0; j4 < PH / 4; ++j4) {
-                  const float4 w4 = *reinterpret_cast<const float4*>(wv + j4 * 4);
-                  acc[j4 * 4 + 0] = fmaf(w4.x, xv, acc[j4 * 4 + 0]);
-                  acc[j4 * 4 + 1] = fmaf(w4.y, xv, acc[j4 * 4 + 1]);
-                  acc[j4 * 4 + 2] = fmaf(w4.z, xv, acc[j4 * 4 + 2]);
-                  acc[j4 * 4 + 3] = fmaf(w4.w, xv, acc[j4 * 4 + 3]);
+                  for (int j4 = 0; j4 < PH / 4; ++j4) {
+                    const float4 w4 = *reinterpret_cast<const float4*>(wv + j4 * 4);
+                    acc[j4 * 4 + 0] = fmaf(w4.x, xv, acc[j4 * 4 + 0]);
+                    acc[j4 * 4 + 1] = fmaf(w4.y, xv, acc[j4 * 4 + 1]);
+                    acc[j4 * 4 + 2] = fmaf(w4.z, xv, acc[j4 * 4 + 2]);
+                    acc[j4 * 4 + 3] = fmaf(w4.w, xv, acc[j4 * 4 + 3]);
+                  }
+                } else {
+                  // The last tap exists only for phases < K - m * P (K need not be a multiple
+                  // of the stride): a missing tap must add nothing, not 0 * x, which is NaN
+                  // for an input Inf where PyTorch gives Inf.
+#pragma unroll
+                  for (int j = 0; j < PH; ++j) {
+                    const float xm = ph0 + j + m * a.P < a.K ? xv : 0.0f;
+                    acc[j] = fmaf(wv[j], xm, acc[j]);
+                  }
                 }
               }
             }

@@ -48,6 +48,36 @@ struct GemmArgs {
   std::int64_t row_tiles, col_tiles;
 };
 
+// The outputs of one polyphase tile (rows = (out channel, phase), cols = q) by the definition:
+// a sum over (in channel, tap) of the taps that exist for the phase.
+__device__ void transpose_tile_by_definition(const GemmArgs& a, const float* xg, const float* wg,
+                                             std::int64_t b, std::int64_t g, int row0,
+                                             std::int64_t col0, int bm, int bn, int nt) {
+  for (int e = threadIdx.x; e < bm * bn; e += nt) {
+    const int rowg = row0 + e / bn;
+    const std::int64_t c = col0 + e % bn;
+    if (rowg >= a.rows || c >= a.cols) continue;
+    const int co = rowg / a.P;
+    const int phase = rowg - co * a.P;
+    const std::int64_t t = (a.q0 + c) * a.stride + phase - a.pad;
+    if (t < 0 || t >= a.out_frames) continue;
+    float sum = 0.0f;
+    for (int ci = 0; ci < a.cin_g; ++ci) {
+      const float* xrow = xg + ci * a.x_cs;
+      const float* wrow = wg + (static_cast<std::int64_t>(ci) * a.cout_g + co) * a.K;
+      for (int m = 0; phase + m * a.P < a.K; ++m) {
+        const std::int64_t pos = a.q0 + c - m * a.dstep;
+        if (static_cast<std::uint64_t>(pos) < static_cast<std::uint64_t>(a.in_frames)) {
+          sum = fmaf(__ldg(wrow + phase + m * a.P), __ldg(xrow + pos), sum);
+        }
+      }
+    }
+    const std::int64_t och = g * a.cout_g + co;
+    const float bias = a.bias != nullptr ? __ldg(a.bias + och) : 0.0f;
+    a.y[b * a.y_bs + och * a.y_cs + t] = sum + bias;
+  }
+}
+
 template <int BM, int BN, int TM, int TN, bool Transposed>
 __global__ void __launch_bounds__((BM / TM) * (BN / TN), (BM / TM) * (BN / TN) >= 256 ? 2 : 3)
     conv_gemm_ffma_kernel(GemmArgs a) {
@@ -214,6 +244,7 @@ __global__ void __launch_bounds__((BM / TM) * (BN / TN), (BM / TM) * (BN / TN) >
         }
 
         // Epilogue: bias, then each output written exactly once.
+        int nonfinite = 0;  // a stored output of this tile is NaN or Inf
 #pragma unroll
         for (int i = 0; i < TM; ++i) {
           const int rowg = row0 + (i / 4) * AGS + ty * 4 + (i % 4);
@@ -237,17 +268,27 @@ __global__ void __launch_bounds__((BM / TM) * (BN / TN), (BM / TM) * (BN / TN) >
               v.y = acc[i][gj * 4 + 1] + bias;
               v.z = acc[i][gj * 4 + 2] + bias;
               v.w = acc[i][gj * 4 + 3] + bias;
+              nonfinite |= !(fmaxf(fmaxf(fabsf(v.x), fabsf(v.y)), fmaxf(fabsf(v.z), fabsf(v.w))) <=
+                             3.402823466e38f);
               *reinterpret_cast<float4*>(yrow + t) = v;
             } else {
 #pragma unroll
               for (int j = 0; j < 4; ++j) {
                 const std::int64_t tj = t + j * (Transposed ? a.stride : 1);
                 if (c + j < a.cols && tj >= 0 && tj < a.out_frames) {
-                  yrow[tj] = acc[i][gj * 4 + j] + bias;
+                  const float v = acc[i][gj * 4 + j] + bias;
+                  nonfinite |= !(fabsf(v) <= 3.402823466e38f);
+                  yrow[tj] = v;
                 }
               }
             }
           }
+        }
+        // When K is not a multiple of the stride, the zero-filled weights of missing taps meet
+        // real inputs, and 0 * Inf is NaN where PyTorch's sum gives Inf. Only a tile that
+        // stored a non-finite value can be affected; it is recomputed by the definition.
+        if (Transposed && a.K % a.P != 0 && __syncthreads_or(nonfinite)) {
+          transpose_tile_by_definition(a, xg, wg, b, g, row0, col0, BM, BN, NT);
         }
         __syncthreads();  // the next tile of this block reuses the shared buffers
       }
