@@ -13,6 +13,8 @@ using Runner = std::function<int()>;
 void add_layer_tools(CLI::App& app, std::vector<std::pair<CLI::App*, Runner>>& commands);
 // bench: time the workloads of shared/workloads.md on this machine.
 void add_bench(CLI::App& app, std::vector<std::pair<CLI::App*, Runner>>& commands);
+// bench-stream: per-chunk latency of the CPU stream API on the TasNet chain.
+void add_bench_stream(CLI::App& app, std::vector<std::pair<CLI::App*, Runner>>& commands);
 
 // compare: max difference and relative L2 between two .npy tensors.
 void add_compare(CLI::App& app, std::vector<std::pair<CLI::App*, Runner>>& commands);

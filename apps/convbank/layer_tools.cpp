@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <limits>
 #include <memory>
+#include <random>
 #include <string>
 #include <system_error>
 #include <utility>
@@ -40,7 +41,100 @@ struct LayerArgs {
   std::string padding_mode = "zeros";
   std::string device = "cpu";
   int threads = 0;
+  std::string chunk;  // empty: offline forward(); "N" or "random:SEED:MIN:MAX": stream
 };
+
+// --chunk: fixed chunks of N frames, or lengths drawn uniformly from [MIN, MAX] by a seeded
+// generator (reproducible, and deliberately not multiples of the stride).
+struct ChunkPlan {
+  bool random = false;
+  std::uint64_t seed = 0;
+  std::int64_t min = 0;
+  std::int64_t max = 0;
+};
+
+std::int64_t parse_count(const std::string& text, const std::string& what) {
+  std::int64_t value = 0;
+  bool ok = !text.empty() && text.size() <= 18;
+  for (char ch : text) {
+    ok = ok && ch >= '0' && ch <= '9';
+    value = ok ? value * 10 + (ch - '0') : value;
+  }
+  if (!ok) throw Error("--chunk: " + what + " must be a non-negative integer, got '" + text + "'");
+  return value;
+}
+
+ChunkPlan parse_chunk(const std::string& text) {
+  ChunkPlan plan;
+  if (text.rfind("random:", 0) == 0) {
+    std::vector<std::string> parts;
+    std::size_t at = 7;
+    while (true) {
+      const std::size_t colon = text.find(':', at);
+      parts.push_back(text.substr(at, colon == std::string::npos ? std::string::npos : colon - at));
+      if (colon == std::string::npos) break;
+      at = colon + 1;
+    }
+    if (parts.size() != 3) {
+      throw Error("--chunk must be N or random:SEED:MIN:MAX, got '" + text + "'");
+    }
+    plan.random = true;
+    plan.seed = static_cast<std::uint64_t>(parse_count(parts[0], "SEED"));
+    plan.min = parse_count(parts[1], "MIN");
+    plan.max = parse_count(parts[2], "MAX");
+  } else {
+    plan.min = plan.max = parse_count(text, "N");
+  }
+  if (plan.min < 1 || plan.max < plan.min) {
+    throw Error("--chunk '" + text + "': chunk lengths must satisfy 1 <= MIN <= MAX");
+  }
+  return plan;
+}
+
+// Runs the whole input through a stream of `layer` in the planned chunks, then flushes; the
+// concatenated output has the offline output's shape (and rank).
+template <class Stream, class Layer>
+Tensor run_streamed(const Layer& layer, const Tensor& input, const ChunkPlan& plan, Device device) {
+  const Shape out_shape = layer.output_shape(input.shape());  // the offline checks and errors
+  // The app owns the layer for its whole run: an aliasing shared_ptr without ownership.
+  Stream stream(std::shared_ptr<const Layer>(std::shared_ptr<const Layer>(), &layer));
+  stream.prepare(plan.max, input.shape().batch, device);
+  Tensor output(out_shape);
+  if (input.rank() == 2) output.set_rank(2);
+  Tensor chunk_out(Shape{out_shape.batch, out_shape.channels,
+                         std::max(stream.max_output_frames(plan.max), stream.max_flush_frames())});
+  std::mt19937_64 rng(plan.seed);
+  std::uniform_int_distribution<std::int64_t> length(plan.min, plan.max);
+  std::int64_t written = 0;
+  auto take = [&](std::int64_t frames) {
+    if (written + frames > out_shape.frames) {
+      throw Error("stream produced more frames than the offline output (" +
+                  std::to_string(out_shape.frames) + ")");
+    }
+    copy(TensorView<const float>(chunk_out.view()).slice_frames(0, frames),
+         output.view().slice_frames(written, frames));
+    written += frames;
+  };
+  for (std::int64_t at = 0; at < input.shape().frames;) {
+    const std::int64_t n =
+        std::min(plan.random ? length(rng) : plan.max, input.shape().frames - at);
+    std::int64_t frames = 0;
+    if (stream.process(input.view().slice_frames(at, n), chunk_out.view(), &frames) !=
+        Status::kOk) {
+      throw Error("stream process() rejected a chunk of " + std::to_string(n) + " frames");
+    }
+    take(frames);
+    at += n;
+  }
+  std::int64_t frames = 0;
+  if (stream.flush(chunk_out.view(), &frames) != Status::kOk) throw Error("stream flush() failed");
+  take(frames);
+  if (written != out_shape.frames) {
+    throw Error("stream produced " + std::to_string(written) + " frames, offline produces " +
+                std::to_string(out_shape.frames));
+  }
+  return output;
+}
 
 std::string shape_text(const std::vector<std::int64_t>& shape) {
   std::string s = "(";
@@ -82,6 +176,7 @@ Device parse_device(const std::string& text) {
 void check_common(const LayerArgs& a) {
   if (a.groups < 1) throw Error("--groups must be >= 1, got " + std::to_string(a.groups));
   if (a.threads < 0) throw Error("--threads must be >= 0, got " + std::to_string(a.threads));
+  if (!a.chunk.empty()) parse_chunk(a.chunk);
 }
 
 // The rank-3 weight, whose shape gives the layer's channels and kernel size.
@@ -194,7 +289,11 @@ int run_conv1d(const LayerArgs& a) {
   if (o.bias) layer.set_bias(load_bias(a.bias, o.out_channels));
 
   const Tensor input = load_input(a.input);
-  output.write(run_layer(layer, input, device));
+  if (!a.chunk.empty()) {
+    output.write(run_streamed<Conv1dStream>(layer, input, parse_chunk(a.chunk), device));
+  } else {
+    output.write(run_layer(layer, input, device));
+  }
   return 0;
 }
 
@@ -222,7 +321,11 @@ int run_conv_transpose1d(const LayerArgs& a) {
   if (o.bias) layer.set_bias(load_bias(a.bias, o.out_channels));
 
   const Tensor input = load_input(a.input);
-  output.write(run_layer(layer, input, device));
+  if (!a.chunk.empty()) {
+    output.write(run_streamed<ConvTranspose1dStream>(layer, input, parse_chunk(a.chunk), device));
+  } else {
+    output.write(run_layer(layer, input, device));
+  }
   return 0;
 }
 
@@ -249,6 +352,10 @@ void add_common_options(CLI::App* sub, LayerArgs& a, const char* weight_layout) 
       ->capture_default_str();
   sub->add_option("--threads", a.threads, "CPU threads; 0 means one per hardware thread")
       ->capture_default_str();
+  sub->add_option("--chunk", a.chunk,
+                  "Stream the input through the layer's stream API instead of one forward(): "
+                  "chunks of N frames, or 'random:SEED:MIN:MAX' for seeded random lengths in "
+                  "[MIN, MAX]; then flush. The output equals the offline one (zero padding only)");
 }
 
 }  // namespace

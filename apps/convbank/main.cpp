@@ -14,6 +14,7 @@ int main(int argc, char** argv) {
   std::vector<std::pair<CLI::App*, convbank::app::Runner>> commands;
   convbank::app::add_layer_tools(app, commands);
   convbank::app::add_bench(app, commands);
+  convbank::app::add_bench_stream(app, commands);
   convbank::app::add_compare(app, commands);
   try {
     app.parse(argc, argv);

@@ -8,4 +8,5 @@
 #include "convbank/io/audio_file.hpp"
 #endif
 #include "convbank/runtime.hpp"
+#include "convbank/stream.hpp"
 #include "convbank/tensor.hpp"

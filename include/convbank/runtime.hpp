@@ -1,6 +1,7 @@
 // Process-wide execution settings and build information.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 namespace convbank {
@@ -9,6 +10,15 @@ namespace convbank {
 // thread. Streams always run on the calling thread.
 void set_num_threads(int threads);
 int num_threads();
+
+// Offline forward() on inputs longer than this many frames per channel (or, for
+// ConvTranspose1d, producing more) runs internally in pieces of output frames, each reading
+// only the input it needs plus the kernel's overlap, so per-call buffers and padded copies stay
+// bounded however long the signal is. The output is identical to whole-buffer processing (bit
+// for bit on the CPU: pieces are whole multiples of the backend's blocks). 0 restores the
+// default, 2^22 frames (87 s at 48 kHz). Throws Error for negative values. Process-wide.
+void set_working_set_frames(std::int64_t frames);
+std::int64_t working_set_frames();
 
 // True when this build contains the CUDA backend (CONVBANK_ENABLE_CUDA).
 bool cuda_built();

@@ -4,9 +4,28 @@
 // output frame owned by exactly one task, so threads never write the same element and results
 // do not depend on the thread count. Layers whose groups hold one or two channels (depthwise)
 // skip the GEMM, whose packing would cost more than the few multiply-adds per frame.
-#include <Eigen/Core>
+// Calls longer than the working-set limit run in pieces of whole blocks (bit-identical); the
+// streams use single-threaded entries that run in a caller-provided workspace (workspace.hpp).
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
+
+// Eigen's no-malloc mode reports through eigen_assert, which NDEBUG compiles out. This version
+// evaluates its condition only while a test has disallowed malloc (one relaxed load otherwise,
+// outside the inner loops), and counts failures instead of aborting, so the check also works in
+// Release builds.
+namespace convbank::detail::cpu::eigen_check {
+extern std::atomic<bool> g_strict;
+extern std::atomic<std::int64_t> g_violations;
+}  // namespace convbank::detail::cpu::eigen_check
+#define eigen_assert(x)                                                                     \
+  ((void)(::convbank::detail::cpu::eigen_check::g_strict.load(std::memory_order_relaxed) && \
+          !(x) &&                                                                           \
+          (::convbank::detail::cpu::eigen_check::g_violations.fetch_add(                    \
+               1, std::memory_order_relaxed),                                               \
+           true)))
+#define EIGEN_RUNTIME_NO_MALLOC
+#include <Eigen/Core>
 #if defined(__AVX__)
 #include <immintrin.h>
 #endif
@@ -14,10 +33,17 @@
 #include <thread>
 #include <vector>
 
+#include "convbank/runtime.hpp"
 #include "core/backend.hpp"
 #include "cpu/parallel.hpp"
+#include "cpu/workspace.hpp"
 
 namespace convbank::detail::cpu {
+
+namespace eigen_check {
+std::atomic<bool> g_strict{false};
+std::atomic<std::int64_t> g_violations{0};
+}  // namespace eigen_check
 
 namespace {
 
@@ -169,21 +195,37 @@ void fence_streaming_stores() {
 // Outputs larger than this go through non-temporal stores (see store_row).
 constexpr std::int64_t kStreamingBytes = std::int64_t{8} << 20;
 
+// Large outputs are computed into an L2-sized block and streamed out (store_row).
+// `whole_frames` is the output length of the whole forward() call: a call split into pieces
+// (working-set limit) decides as the whole call would.
+bool use_streaming_stores(const Conv1dParams& p, std::int64_t whole_frames) {
+  return p.batch * p.out_channels * whole_frames * static_cast<std::int64_t>(sizeof(float)) >
+         kStreamingBytes;
+}
+
+std::int64_t conv1d_gemm_block(const Conv1dParams& p, std::int64_t whole_frames) {
+  const std::int64_t kc = p.in_channels / p.groups * p.kernel_size;
+  std::int64_t block = std::clamp<std::int64_t>(kColumnFloats / kc, 64, 8192);
+  // Streamed stores: the block also bounds the frames per task.
+  if (use_streaming_stores(p, whole_frames)) {
+    block =
+        std::min(block, std::max<std::int64_t>(kColumnFloats / (p.out_channels / p.groups), 16));
+  }
+  return std::min(block / 16 * 16, whole_frames);
+}
+
 void conv1d_gemm(const Conv1dParams& p, TensorView<const float> x, std::int64_t pad_left,
-                 const float* weight, const float* bias, TensorView<float> out) {
+                 const float* weight, const float* bias, TensorView<float> out,
+                 std::int64_t whole_frames) {
   const std::int64_t cg = p.in_channels / p.groups;
   const std::int64_t og = p.out_channels / p.groups;
   const std::int64_t kc = cg * p.kernel_size;
   // Pointwise, stride 1, unpadded: the input rows already are the GEMM operand.
-  const bool direct_operand = p.kernel_size == 1 && p.stride == 1 && pad_left == 0;
-  // Large outputs are computed into an L2-sized block and streamed out (store_row); the block
-  // then also bounds the frames per task.
-  const bool streaming =
-      p.batch * p.out_channels * p.out_frames * static_cast<std::int64_t>(sizeof(float)) >
-      kStreamingBytes;
-  std::int64_t block = std::clamp<std::int64_t>(kColumnFloats / kc, 64, 8192);
-  if (streaming) block = std::min(block, std::max<std::int64_t>(kColumnFloats / og, 16));
-  block = std::min(block / 16 * 16, p.out_frames);
+  // (A piece of a long call may end inside the right padding: then x is shorter.)
+  const bool direct_operand =
+      p.kernel_size == 1 && p.stride == 1 && pad_left == 0 && x.frames() >= p.out_frames;
+  const bool streaming = use_streaming_stores(p, whole_frames);
+  const std::int64_t block = conv1d_gemm_block(p, whole_frames);
   const std::int64_t blocks = ceil_div(p.out_frames, block);
   const std::int64_t tasks = p.batch * p.groups * blocks;
   const int threads = threads_for(tasks);
@@ -338,8 +380,20 @@ bool use_winograd(const Conv1dParams& p) {
          p.out_channels / p.groups >= 16 && p.out_frames >= 64;
 }
 
+// Tiles per task: keep V (6 x cg x tiles) and M (6 x og x tiles) within about 512 KiB, so
+// the transforms run from L2 (1 MiB spilled to L3 and doubled their cost).
+std::int64_t winograd_tiles(const Conv1dParams& p, std::int64_t whole_frames) {
+  const std::int64_t cg = p.in_channels / p.groups;
+  const std::int64_t og = p.out_channels / p.groups;
+  std::int64_t tiles =
+      std::clamp<std::int64_t>(kColumnFloats / 2 / (kWinoPoints * (cg + og)), 16, 1024);
+  tiles = tiles / 16 * 16;
+  return std::min(tiles, ceil_div(whole_frames, kWinoTile));
+}
+
 void conv1d_winograd(const Conv1dParams& p, TensorView<const float> x, std::int64_t pad_left,
-                     const float* weight, const float* bias, TensorView<float> out) {
+                     const float* weight, const float* bias, TensorView<float> out,
+                     std::int64_t whole_frames) {
   const std::int64_t cg = p.in_channels / p.groups;
   const std::int64_t og = p.out_channels / p.groups;
   // Transformed weights U[group][point] (og x cg), computed once per call in double.
@@ -356,20 +410,13 @@ void conv1d_winograd(const Conv1dParams& p, TensorView<const float> x, std::int6
       }
     }
   }
-  // Tiles per task: keep V (6 x cg x tiles) and M (6 x og x tiles) within about 512 KiB, so
-  // the transforms run from L2 (1 MiB spilled to L3 and doubled their cost).
-  std::int64_t tiles =
-      std::clamp<std::int64_t>(kColumnFloats / 2 / (kWinoPoints * (cg + og)), 16, 1024);
-  tiles = tiles / 16 * 16;
-  tiles = std::min(tiles, ceil_div(p.out_frames, kWinoTile));
+  const std::int64_t tiles = winograd_tiles(p, whole_frames);
   const std::int64_t block = tiles * kWinoTile;
   const std::int64_t blocks = ceil_div(p.out_frames, block);
   const std::int64_t tasks = p.batch * p.groups * blocks;
   const int threads = threads_for(tasks);
   const std::int64_t seg_len = block + kWinoTile;
-  const bool streaming =
-      p.batch * p.out_channels * p.out_frames * static_cast<std::int64_t>(sizeof(float)) >
-      kStreamingBytes;
+  const bool streaming = use_streaming_stores(p, whole_frames);
   std::vector<std::vector<float>> scratch(threads);
   for (auto& s : scratch) {
     s.resize(static_cast<std::size_t>(kWinoPoints * (cg + og) * tiles + seg_len +
@@ -429,10 +476,35 @@ void conv1d_winograd(const Conv1dParams& p, TensorView<const float> x, std::int6
   });
 }
 
-void conv_transpose1d_direct(const ConvTranspose1dParams& p, TensorView<const float> x,
-                             const float* weight, const float* bias, TensorView<float> out) {
+// Output row (b, o), frames [t0, t1): bias, then every (c, k) contribution in that order.
+void conv_transpose1d_direct_row(const ConvTranspose1dParams& p, TensorView<const float> x,
+                                 const float* weight, const float* bias, std::int64_t b,
+                                 std::int64_t o, std::int64_t t0, std::int64_t t1, float* y) {
   const std::int64_t cg = p.in_channels / p.groups;
   const std::int64_t og = p.out_channels / p.groups;
+  const std::int64_t g = o / og;
+  const std::int64_t ol = o % og;
+  fill_bias(y + t0, t1 - t0, bias, o);
+  for (std::int64_t c = 0; c < cg; ++c) {
+    const std::int64_t ci = g * cg + c;
+    const float* xr = x.channel(b, ci);
+    for (std::int64_t k = 0; k < p.kernel_size; ++k) {
+      const float w = weight[(ci * og + ol) * p.kernel_size + k];
+      // Input i lands on output t = i * stride - padding + k * dilation.
+      const std::int64_t shift = k * p.dilation - p.padding;
+      const std::int64_t i0 = std::max<std::int64_t>(0, ceil_div(t0 - shift, p.stride));
+      const std::int64_t i1 = std::min(x.frames(), floor_div(t1 - 1 - shift, p.stride) + 1);
+      if (p.stride == 1) {
+        for (std::int64_t i = i0; i < i1; ++i) y[i + shift] += w * xr[i];
+      } else {
+        for (std::int64_t i = i0; i < i1; ++i) y[i * p.stride + shift] += w * xr[i];
+      }
+    }
+  }
+}
+
+void conv_transpose1d_direct(const ConvTranspose1dParams& p, TensorView<const float> x,
+                             const float* weight, const float* bias, TensorView<float> out) {
   const std::int64_t blocks = ceil_div(p.out_frames, kDirectBlockFrames);
   const std::int64_t rows = p.batch * p.out_channels;
   parallel_for(rows * blocks, [&](std::int64_t task, int) {
@@ -441,39 +513,28 @@ void conv_transpose1d_direct(const ConvTranspose1dParams& p, TensorView<const fl
     const std::int64_t t1 = std::min(p.out_frames, t0 + kDirectBlockFrames);
     const std::int64_t b = row / p.out_channels;
     const std::int64_t o = row % p.out_channels;
-    const std::int64_t g = o / og;
-    const std::int64_t ol = o % og;
-    float* y = out.channel(b, o);
-    fill_bias(y + t0, t1 - t0, bias, o);
-    for (std::int64_t c = 0; c < cg; ++c) {
-      const std::int64_t ci = g * cg + c;
-      const float* xr = x.channel(b, ci);
-      for (std::int64_t k = 0; k < p.kernel_size; ++k) {
-        const float w = weight[(ci * og + ol) * p.kernel_size + k];
-        // Input i lands on output t = i * stride - padding + k * dilation.
-        const std::int64_t shift = k * p.dilation - p.padding;
-        const std::int64_t i0 = std::max<std::int64_t>(0, ceil_div(t0 - shift, p.stride));
-        const std::int64_t i1 = std::min(x.frames(), floor_div(t1 - 1 - shift, p.stride) + 1);
-        if (p.stride == 1) {
-          for (std::int64_t i = i0; i < i1; ++i) y[i + shift] += w * xr[i];
-        } else {
-          for (std::int64_t i = i0; i < i1; ++i) y[i * p.stride + shift] += w * xr[i];
-        }
-      }
-    }
+    conv_transpose1d_direct_row(p, x, weight, bias, b, o, t0, t1, out.channel(b, o));
   });
 }
 
+std::int64_t conv_transpose1d_gemm_block(const ConvTranspose1dParams& p,
+                                         std::int64_t whole_frames) {
+  const std::int64_t ok = p.out_channels / p.groups * p.kernel_size;
+  const std::int64_t reach = ceil_div(p.dilation * (p.kernel_size - 1), p.stride) + 1;
+  std::int64_t block_inputs = std::max<std::int64_t>(kColumnFloats / ok, 8 * reach);
+  block_inputs = std::clamp<std::int64_t>(block_inputs, 16, 8192);
+  return std::min(block_inputs * p.stride, whole_frames);
+}
+
 void conv_transpose1d_gemm(const ConvTranspose1dParams& p, TensorView<const float> x,
-                           const float* weight, const float* bias, TensorView<float> out) {
+                           const float* weight, const float* bias, TensorView<float> out,
+                           std::int64_t whole_frames) {
   const std::int64_t cg = p.in_channels / p.groups;
   const std::int64_t og = p.out_channels / p.groups;
   const std::int64_t ok = og * p.kernel_size;
   // Inputs that touch `block` output frames: block / stride plus the kernel's reach.
   const std::int64_t reach = ceil_div(p.dilation * (p.kernel_size - 1), p.stride) + 1;
-  std::int64_t block_inputs = std::max<std::int64_t>(kColumnFloats / ok, 8 * reach);
-  block_inputs = std::clamp<std::int64_t>(block_inputs, 16, 8192);
-  std::int64_t block = std::min(block_inputs * p.stride, p.out_frames);
+  const std::int64_t block = conv_transpose1d_gemm_block(p, whole_frames);
   const std::int64_t blocks = ceil_div(p.out_frames, block);
   const std::int64_t tasks = p.batch * p.groups * blocks;
   const int threads = threads_for(tasks);
@@ -516,6 +577,88 @@ void conv_transpose1d_gemm(const ConvTranspose1dParams& p, TensorView<const floa
   });
 }
 
+// ---------------------------------------------------------------------------------------------
+// Real-time entries (cpu/workspace.hpp): one thread, every buffer in the caller's workspace.
+
+// Blocks of about 64 KiB of columns: a stream's chunk is short, and the buffers stay in L1/L2.
+constexpr std::int64_t kWorkspaceColumnFloats = 1 << 14;
+
+constexpr std::int64_t round_up16(std::int64_t n) {
+  return (n + 15) / 16 * 16;
+}
+
+// Eigen's GEMM driver with its packing blocks preset: general_matrix_matrix_product then uses
+// them instead of allocating (ei_declare_aligned_stack_constructed_variable takes the buffer).
+class WorkspaceBlocking : public Eigen::internal::level3_blocking<float, float> {
+ public:
+  WorkspaceBlocking(Eigen::Index kc, Eigen::Index mc, Eigen::Index nc, float* a, float* b) {
+    this->m_kc = kc;
+    this->m_mc = mc;
+    this->m_nc = nc;
+    this->m_blockA = a;
+    this->m_blockB = b;
+  }
+};
+
+// Blocking for a column-major rows x cols x depth product (at most), by Eigen's own heuristic,
+// so the depth split (which decides the summation order) is the one Eigen picks offline.
+struct GemmPlan {
+  Eigen::Index kc = 0, mc = 0, nc = 0;
+  std::int64_t a_floats = 0, b_floats = 0;
+};
+GemmPlan plan_gemm(std::int64_t rows, std::int64_t cols, std::int64_t depth) {
+  Eigen::Index k = depth, m = rows, n = cols;
+  Eigen::internal::computeProductBlockingSizes<float, float>(k, m, n, Eigen::Index{1});
+  return {k, m, n, round_up16(k * m), round_up16(k * n)};
+}
+
+template <int LhsOrder, int RhsOrder>
+using RowMajorGemm =
+    Eigen::internal::general_matrix_matrix_product<Eigen::Index, float, LhsOrder, false, float,
+                                                   RhsOrder, false, Eigen::RowMajor, 1>;
+
+bool direct_shape(std::int64_t in_channels, std::int64_t out_channels, std::int64_t groups) {
+  return in_channels / groups <= 2 && out_channels / groups <= 2;
+}
+
+struct Conv1dWorkspacePlan {
+  bool direct = false;
+  std::int64_t block = 0;  // output frames per GEMM
+  std::int64_t col_floats = 0;
+  GemmPlan gemm;
+};
+Conv1dWorkspacePlan plan_conv1d_workspace(const Conv1dParams& p) {
+  Conv1dWorkspacePlan plan;
+  plan.direct = direct_shape(p.in_channels, p.out_channels, p.groups);
+  if (plan.direct) return plan;
+  const std::int64_t kc = p.in_channels / p.groups * p.kernel_size;
+  plan.block = std::clamp<std::int64_t>(kWorkspaceColumnFloats / kc, 16, 512) / 16 * 16;
+  plan.col_floats = round_up16(kc * plan.block);
+  // Eigen's column-major view of y = W * col is y^T = col^T * W^T: rows are output frames.
+  plan.gemm = plan_gemm(plan.block, p.out_channels / p.groups, kc);
+  return plan;
+}
+
+struct TransposeWorkspacePlan {
+  bool direct = false;
+  std::int64_t block = 0;  // output frames per GEMM
+  std::int64_t col_floats = 0;
+  GemmPlan gemm;
+};
+TransposeWorkspacePlan plan_transpose_workspace(const ConvTranspose1dParams& p) {
+  TransposeWorkspacePlan plan;
+  plan.direct = direct_shape(p.in_channels, p.out_channels, p.groups);
+  if (plan.direct) return plan;
+  const std::int64_t ok = p.out_channels / p.groups * p.kernel_size;
+  const std::int64_t reach = ceil_div(p.dilation * (p.kernel_size - 1), p.stride) + 1;
+  const std::int64_t block_inputs = std::clamp<std::int64_t>(kWorkspaceColumnFloats / ok, 16, 512);
+  plan.block = block_inputs * p.stride;
+  const std::int64_t max_inputs = block_inputs + reach + 1;
+  plan.col_floats = round_up16(ok * max_inputs);
+  plan.gemm = plan_gemm(max_inputs, ok, p.in_channels / p.groups);
+  return plan;
+}
+
 }  // namespace
 
 void set_num_threads(int threads) {
@@ -541,8 +684,20 @@ const char* description() {
 #endif
 }
 
-void conv1d(const Conv1dParams& p, TensorView<const float> input, const float* weight,
-            const float* bias, TensorView<float> output) {
+namespace {
+
+enum class Conv1dPath { kDirect, kWinograd, kGemm };
+
+// Chosen for the whole call (Winograd needs enough output frames), so pieces take it too.
+Conv1dPath conv1d_path(const Conv1dParams& p) {
+  if (direct_shape(p.in_channels, p.out_channels, p.groups)) return Conv1dPath::kDirect;
+  return use_winograd(p) ? Conv1dPath::kWinograd : Conv1dPath::kGemm;
+}
+
+// One piece (or the whole call): `p` describes the piece, `whole_frames` the whole output.
+void conv1d_piece(const Conv1dParams& p, Conv1dPath path, TensorView<const float> input,
+                  const float* weight, const float* bias, TensorView<float> output,
+                  std::int64_t whole_frames) {
   TensorView<const float> x = input;
   std::int64_t pad_left = p.pad_left;
   std::vector<float> padded;
@@ -552,22 +707,246 @@ void conv1d(const Conv1dParams& p, TensorView<const float> input, const float* w
         padded.data(), Shape{p.batch, p.in_channels, p.in_frames + p.pad_left + p.pad_right});
     pad_left = 0;
   }
-  if (p.in_channels / p.groups <= 2 && p.out_channels / p.groups <= 2) {
-    conv1d_direct(p, x, pad_left, weight, bias, output);
-  } else if (use_winograd(p)) {
-    conv1d_winograd(p, x, pad_left, weight, bias, output);
-  } else {
-    conv1d_gemm(p, x, pad_left, weight, bias, output);
+  switch (path) {
+    case Conv1dPath::kDirect:
+      conv1d_direct(p, x, pad_left, weight, bias, output);
+      break;
+    case Conv1dPath::kWinograd:
+      conv1d_winograd(p, x, pad_left, weight, bias, output, whole_frames);
+      break;
+    case Conv1dPath::kGemm:
+      conv1d_gemm(p, x, pad_left, weight, bias, output, whole_frames);
+      break;
+  }
+}
+
+// Output frames per piece: at most `limit` input frames per piece, and a multiple of the
+// path's block, so each block of a piece is a block of the whole call, summed the same way.
+std::int64_t piece_frames(std::int64_t limit_outputs, std::int64_t block) {
+  block = std::max<std::int64_t>(1, block);
+  return std::max<std::int64_t>(1, limit_outputs / block) * block;
+}
+
+}  // namespace
+
+void conv1d(const Conv1dParams& p, TensorView<const float> input, const float* weight,
+            const float* bias, TensorView<float> output) {
+  const Conv1dPath path = conv1d_path(p);
+  const std::int64_t limit = convbank::working_set_frames();
+  if (p.in_frames + p.pad_left + p.pad_right <= limit) {
+    conv1d_piece(p, path, input, weight, bias, output, p.out_frames);
+    return;
+  }
+  // Longer than the working set: pieces of output frames, each reading only the input (and
+  // padding) it needs, so padded copies and per-call buffers stay bounded by the limit.
+  const std::int64_t span = p.dilation * (p.kernel_size - 1) + 1;
+  const std::int64_t block = path == Conv1dPath::kGemm ? conv1d_gemm_block(p, p.out_frames)
+                             : path == Conv1dPath::kWinograd
+                                 ? kWinoTile * winograd_tiles(p, p.out_frames)
+                                 : kDirectBlockFrames;
+  const std::int64_t step =
+      piece_frames(std::max<std::int64_t>(1, (limit - span) / p.stride + 1), block);
+  const std::int64_t padded_frames = p.in_frames + p.pad_left + p.pad_right;
+  for (std::int64_t t0 = 0; t0 < p.out_frames; t0 += step) {
+    const std::int64_t t1 = std::min(p.out_frames, t0 + step);
+    // Padded-coordinate window [w0, w1) of the piece, and its part inside the real input.
+    // Winograd's last tile reads up to two tiles past the window: those frames round into its
+    // outputs, so the piece sees them as the whole call does.
+    const std::int64_t w0 = t0 * p.stride;
+    const std::int64_t w1 = std::min(padded_frames, (t1 - 1) * p.stride + span + 2 * kWinoTile);
+    const std::int64_t a = std::clamp<std::int64_t>(w0 - p.pad_left, 0, p.in_frames);
+    const std::int64_t b = std::clamp<std::int64_t>(w1 - p.pad_left, a, p.in_frames);
+    Conv1dParams q = p;
+    q.out_frames = t1 - t0;
+    TensorView<float> out = output.slice_frames(t0, t1 - t0);
+    if (p.padding_mode == PaddingMode::kZeros || (p.pad_left == 0 && p.pad_right == 0)) {
+      q.padding_mode = PaddingMode::kZeros;
+      q.in_frames = b - a;
+      q.pad_left = p.pad_left - w0 + a;  // negative when the window lies in the right padding
+      q.pad_right = 0;
+      conv1d_piece(q, path, input.slice_frames(a, b - a), weight, bias, out, p.out_frames);
+    } else {
+      // reflect / replicate / circular: materialize just this window of the padded signal.
+      const std::int64_t n = w1 - w0;
+      std::vector<float> window(static_cast<std::size_t>(p.batch * p.in_channels * n));
+      for (std::int64_t bi = 0; bi < p.batch; ++bi) {
+        for (std::int64_t c = 0; c < p.in_channels; ++c) {
+          const float* src = input.channel(bi, c);
+          float* dst = window.data() + (bi * p.in_channels + c) * n;
+          for (std::int64_t j = 0; j < n; ++j) {
+            dst[j] = src[pad_index(w0 + j - p.pad_left, p.in_frames, p.padding_mode)];
+          }
+        }
+      }
+      q.padding_mode = PaddingMode::kZeros;
+      q.in_frames = n;
+      q.pad_left = q.pad_right = 0;
+      conv1d_piece(q, path,
+                   TensorView<const float>(window.data(), Shape{p.batch, p.in_channels, n}), weight,
+                   bias, out, p.out_frames);
+    }
   }
 }
 
 void conv_transpose1d(const ConvTranspose1dParams& p, TensorView<const float> input,
                       const float* weight, const float* bias, TensorView<float> output) {
-  if (p.in_channels / p.groups <= 2 && p.out_channels / p.groups <= 2) {
-    conv_transpose1d_direct(p, input, weight, bias, output);
-  } else {
-    conv_transpose1d_gemm(p, input, weight, bias, output);
+  const bool direct = direct_shape(p.in_channels, p.out_channels, p.groups);
+  const std::int64_t limit = convbank::working_set_frames();
+  const std::int64_t reach = p.dilation * (p.kernel_size - 1);
+  if (p.in_frames <= limit && p.out_frames <= limit) {
+    if (direct) {
+      conv_transpose1d_direct(p, input, weight, bias, output);
+    } else {
+      conv_transpose1d_gemm(p, input, weight, bias, output, p.out_frames);
+    }
+    return;
   }
+  // Pieces of output frames; each reads the inputs that reach it, at most about
+  // (piece + reach) / stride of them.
+  const std::int64_t block =
+      direct ? kDirectBlockFrames : conv_transpose1d_gemm_block(p, p.out_frames);
+  const std::int64_t step = piece_frames(std::max<std::int64_t>(1, limit - reach), block);
+  for (std::int64_t t0 = 0; t0 < p.out_frames; t0 += step) {
+    const std::int64_t t1 = std::min(p.out_frames, t0 + step);
+    const std::int64_t i_lo =
+        std::clamp<std::int64_t>(ceil_div(t0 + p.padding - reach, p.stride), 0, p.in_frames);
+    const std::int64_t i_hi =
+        std::clamp<std::int64_t>(floor_div(t1 - 1 + p.padding, p.stride) + 1, i_lo, p.in_frames);
+    ConvTranspose1dParams q = p;
+    q.in_frames = std::max<std::int64_t>(0, i_hi - i_lo);
+    q.padding = t0 + p.padding - i_lo * p.stride;
+    q.out_frames = t1 - t0;
+    const TensorView<const float> x = input.slice_frames(i_lo, q.in_frames);
+    TensorView<float> out = output.slice_frames(t0, t1 - t0);
+    if (direct) {
+      conv_transpose1d_direct(q, x, weight, bias, out);
+    } else {
+      conv_transpose1d_gemm(q, x, weight, bias, out, p.out_frames);
+    }
+  }
+}
+
+std::int64_t conv1d_workspace_floats(const Conv1dParams& p) {
+  const Conv1dWorkspacePlan plan = plan_conv1d_workspace(p);
+  return plan.col_floats + plan.gemm.a_floats + plan.gemm.b_floats;
+}
+
+void conv1d_workspace(const Conv1dParams& p, TensorView<const float> x, const float* weight,
+                      const float* bias, TensorView<float> out, float* workspace) noexcept {
+  const Conv1dWorkspacePlan plan = plan_conv1d_workspace(p);
+  if (plan.direct) {
+    for (std::int64_t b = 0; b < p.batch; ++b) {
+      for (std::int64_t o = 0; o < p.out_channels; ++o) {
+        conv1d_direct_row(p, x, p.pad_left, weight, bias, b, o, 0, p.out_frames, out.channel(b, o));
+      }
+    }
+    return;
+  }
+  const std::int64_t cg = p.in_channels / p.groups;
+  const std::int64_t og = p.out_channels / p.groups;
+  const std::int64_t kc = cg * p.kernel_size;
+  float* col = workspace;
+  WorkspaceBlocking blocking(plan.gemm.kc, plan.gemm.mc, plan.gemm.nc, col + plan.col_floats,
+                             col + plan.col_floats + plan.gemm.a_floats);
+  for (std::int64_t b = 0; b < p.batch; ++b) {
+    for (std::int64_t g = 0; g < p.groups; ++g) {
+      for (std::int64_t t0 = 0; t0 < p.out_frames; t0 += plan.block) {
+        const std::int64_t tn = std::min(plan.block, p.out_frames - t0);
+        for (std::int64_t c = 0; c < cg; ++c) {
+          const float* xr = x.channel(b, g * cg + c);
+          for (std::int64_t k = 0; k < p.kernel_size; ++k) {
+            float* dst = col + (c * p.kernel_size + k) * tn;
+            const std::int64_t offset = t0 * p.stride + k * p.dilation - p.pad_left;
+            const Range r = valid_outputs(offset, p.stride, x.frames(), 0, tn);
+            std::fill(dst, dst + r.begin, 0.0f);
+            for (std::int64_t j = r.begin; j < r.end; ++j) dst[j] = xr[j * p.stride + offset];
+            std::fill(dst + r.end, dst + tn, 0.0f);
+          }
+        }
+        float* y = out.channel(b, g * og) + t0;
+        for (std::int64_t o = 0; o < og; ++o) {
+          std::fill(y + o * out.channel_stride(), y + o * out.channel_stride() + tn, 0.0f);
+        }
+        RowMajorGemm<Eigen::RowMajor, Eigen::RowMajor>::run(og, tn, kc, weight + g * og * kc, kc,
+                                                            col, tn, y, 1, out.channel_stride(),
+                                                            1.0f, blocking);
+        if (bias != nullptr) {
+          for (std::int64_t o = 0; o < og; ++o) {
+            float* row = y + o * out.channel_stride();
+            const float b0 = bias[g * og + o];
+            for (std::int64_t t = 0; t < tn; ++t) row[t] += b0;
+          }
+        }
+      }
+    }
+  }
+}
+
+std::int64_t conv_transpose1d_workspace_floats(const ConvTranspose1dParams& p) {
+  const TransposeWorkspacePlan plan = plan_transpose_workspace(p);
+  return plan.col_floats + plan.gemm.a_floats + plan.gemm.b_floats;
+}
+
+void conv_transpose1d_workspace(const ConvTranspose1dParams& p, TensorView<const float> x,
+                                const float* weight, const float* bias, TensorView<float> out,
+                                float* workspace) noexcept {
+  const TransposeWorkspacePlan plan = plan_transpose_workspace(p);
+  if (plan.direct) {
+    for (std::int64_t b = 0; b < p.batch; ++b) {
+      for (std::int64_t o = 0; o < p.out_channels; ++o) {
+        conv_transpose1d_direct_row(p, x, weight, bias, b, o, 0, p.out_frames, out.channel(b, o));
+      }
+    }
+    return;
+  }
+  const std::int64_t cg = p.in_channels / p.groups;
+  const std::int64_t og = p.out_channels / p.groups;
+  const std::int64_t ok = og * p.kernel_size;
+  float* col = workspace;
+  WorkspaceBlocking blocking(plan.gemm.kc, plan.gemm.mc, plan.gemm.nc, col + plan.col_floats,
+                             col + plan.col_floats + plan.gemm.a_floats);
+  for (std::int64_t b = 0; b < p.batch; ++b) {
+    for (std::int64_t g = 0; g < p.groups; ++g) {
+      for (std::int64_t t0 = 0; t0 < p.out_frames; t0 += plan.block) {
+        const std::int64_t t1 = std::min(p.out_frames, t0 + plan.block);
+        for (std::int64_t o = 0; o < og; ++o) {
+          fill_bias(out.channel(b, g * og + o) + t0, t1 - t0, bias, g * og + o);
+        }
+        const std::int64_t i_lo = std::max<std::int64_t>(
+            0, ceil_div(t0 + p.padding - p.dilation * (p.kernel_size - 1), p.stride));
+        const std::int64_t i_hi = std::min(x.frames(), floor_div(t1 - 1 + p.padding, p.stride) + 1);
+        if (i_lo >= i_hi) continue;
+        const std::int64_t ni = i_hi - i_lo;
+        std::fill(col, col + ok * ni, 0.0f);
+        RowMajorGemm<Eigen::ColMajor, Eigen::RowMajor>::run(
+            ok, ni, cg, weight + g * cg * ok, ok, x.channel(b, g * cg) + i_lo, x.channel_stride(),
+            col, 1, ni, 1.0f, blocking);
+        for (std::int64_t o = 0; o < og; ++o) {
+          float* y = out.channel(b, g * og + o);
+          for (std::int64_t k = 0; k < p.kernel_size; ++k) {
+            const float* cr = col + (o * p.kernel_size + k) * ni;
+            const std::int64_t shift = k * p.dilation - p.padding;
+            const std::int64_t i0 = std::max(i_lo, ceil_div(t0 - shift, p.stride));
+            const std::int64_t i1 = std::min(i_hi, floor_div(t1 - 1 - shift, p.stride) + 1);
+            if (p.stride == 1) {
+              for (std::int64_t i = i0; i < i1; ++i) y[i + shift] += cr[i - i_lo];
+            } else {
+              for (std::int64_t i = i0; i < i1; ++i) y[i * p.stride + shift] += cr[i - i_lo];
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+void set_eigen_malloc_allowed(bool allowed) {
+  Eigen::internal::set_is_malloc_allowed(allowed);
+  eigen_check::g_strict.store(!allowed, std::memory_order_relaxed);
+}
+
+std::int64_t eigen_malloc_violations() {
+  return eigen_check::g_violations.load(std::memory_order_relaxed);
 }
 
 }  // namespace convbank::detail::cpu
