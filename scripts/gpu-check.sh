@@ -2,12 +2,15 @@
 # The GPU check, one call on the lent H200 machine (see shared/device-notes.md):
 # configure (Release, sm_90, no libsndfile there) -> build -> all tests (ctest, cuda:* included)
 # -> compute-sanitizer memcheck + racecheck on the cuda:sanitize* subset -> PyTorch parity of
-# `convbank conv1d|conv-transpose1d --device cuda` -> convbank-bench-cuda against cuDNN.
+# `convbank conv1d|conv-transpose1d --device cuda` -> convbank-bench-cuda against cuDNN ->
+# streaming latency on the GPU (convbank bench-stream --device cuda against PyTorch with
+# CUDA-graph replay, scripts/bench_stream.py; the cuda:stream* tests run in the test stage).
 # Logs and JSON go to $OUT (at most 8 files come back from the device machine); a short
 # summary is printed last. Kept under ~9 minutes.
 #
 #   scripts/gpu-check.sh                       # everything
-#   STAGES="build bench" scripts/gpu-check.sh  # a subset: build test sanitize parity bench
+#   STAGES="build bench" scripts/gpu-check.sh  # a subset: build test sanitize parity bench stream
+#   STREAM_ARGS="--count 2000" STAGES="build stream" scripts/gpu-check.sh
 #   BENCH_ARGS="--workload seedB" scripts/gpu-check.sh
 #   TEST_CASES='cuda:sanitize*' STAGES="build test bench" BENCH_ARGS="--workload dec_tasnet" \
 #     scripts/gpu-check.sh   # quick iteration: only these doctest cases, no CPU tests
@@ -16,7 +19,8 @@ cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/gpu-check-out}
 mkdir -p "$OUT"
 BUILD=${BUILD:-build-gpu}
-STAGES=${STAGES:-"build test sanitize parity bench"}
+STAGES=${STAGES:-"build test sanitize parity bench stream"}
+STREAM_ARGS=${STREAM_ARGS:-}
 BENCH_ARGS=${BENCH_ARGS:-}
 export PATH=/usr/local/cuda/bin:$PATH
 declare -A status
@@ -102,6 +106,20 @@ if has bench && [ -x "$BUILD/apps/bench_cuda/convbank-bench-cuda" ]; then
   stamp "bench: ${status[bench]}"
 fi
 
+if has stream && [ -x "$BUILD/apps/convbank" ]; then
+  stamp "streaming latency on cuda: convbank bench-stream vs PyTorch CUDA graphs"
+  # shellcheck disable=SC2086
+  if PYTHONUNBUFFERED=1 timeout "$(budget 150)" python3 scripts/bench_stream.py "$BUILD" --device cuda \
+       $STREAM_ARGS >"$OUT/stream.md" 2>"$OUT/stream.err"; then
+    status[stream]=ok
+  else
+    status[stream]=FAIL
+    tail -5 "$OUT/stream.err"
+  fi
+  cat "$OUT/stream.err" >>"$OUT/stream.md"; rm -f "$OUT/stream.err"
+  stamp "stream: ${status[stream]}"
+fi
+
 if has parity && [ -x "$BUILD/apps/convbank" ]; then
   stamp "PyTorch parity of the layer tools on cuda"
   if PYTHONUNBUFFERED=1 timeout "$(budget 120)" python3 tests/tools/gpu_parity.py --app "$BUILD/apps/convbank" \
@@ -134,13 +152,14 @@ fi
 {
   echo
   echo "## gpu-check summary ($(( $(date +%s) - start )) s)"
-  for s in build test sanitize parity bench; do
+  for s in build test sanitize parity bench stream; do
     [ -n "${status[$s]:-}" ] && echo "- $s: ${status[$s]}"
   done
   [ -f "$OUT/ctest.log" ] && grep -E "tests passed|tests failed|grid:|slices|edges:|non-finite|Failed|\*\*\*Failed|test cases:" "$OUT/ctest.log" | head -50
   [ -f "$OUT/sanitize.log" ] && grep -E "ERROR SUMMARY|=== " "$OUT/sanitize.log"
   [ -f "$OUT/parity.log" ] && tail -1 "$OUT/parity.log"
   [ -f "$OUT/bench.md" ] && grep -E "^\||^#" "$OUT/bench.md"
+  [ -f "$OUT/stream.md" ] && { echo; echo "## streaming latency (cuda)"; grep -E "^\||^TasNet" "$OUT/stream.md"; }
 } | tee -a "$OUT/summary.txt"
 for s in "${status[@]}"; do [ "$s" = ok ] || exit 1; done
 exit 0

@@ -1,8 +1,11 @@
-// `convbank bench-stream`: per-chunk latency of the streaming API on the CPU, host buffer in to
-// host buffer out, for the TasNet chain of shared/workloads.md (Conv1d 1->512 K16 s8, then
-// ConvTranspose1d 512->1 K16 s8, random weights). One thread: the stream runs on the caller's
-// thread, as in an audio callback. scripts/bench_stream.py runs PyTorch on the same chain in
-// the same session and prints both side by side.
+// `convbank bench-stream`: per-chunk latency of the streaming API, host buffer in to host
+// buffer out, for the TasNet chain of shared/workloads.md (Conv1d 1->512 K16 s8, then
+// ConvTranspose1d 512->1 K16 s8, random weights). --device cpu (default): one thread, the
+// stream runs on the caller's thread, as in an audio callback. --device cuda: the chain is
+// prepared on the GPU (pinned staging, graph replay per chunk length; the warm-up chunks
+// capture the graphs), and each timed call is process() from the host input view to the host
+// output view, cudaStreamSynchronize included. scripts/bench_stream.py runs PyTorch on the
+// same chain in the same session and prints both side by side.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -23,6 +26,7 @@ struct StreamBenchArgs {
   std::vector<std::int64_t> chunks = {64, 128, 256, 512, 1024, 4096};
   std::vector<std::int64_t> batches = {1, 8};
   std::int64_t count = 10000;
+  std::string device = "cpu";
   std::string json;
 };
 
@@ -44,6 +48,10 @@ double percentile(std::vector<double>& sorted, double q) {
 
 int run_bench_stream(const StreamBenchArgs& a) {
   if (a.count < 1) throw Error("--count must be >= 1, got " + std::to_string(a.count));
+  if (a.device != "cpu" && a.device != "cuda") {
+    throw Error("--device must be cpu or cuda, got '" + a.device + "'");
+  }
+  const Device device = a.device == "cuda" ? Device::kCuda : Device::kCpu;
   set_num_threads(1);
   auto enc = std::make_shared<Conv1d>(
       Conv1dOptions{.in_channels = 1, .out_channels = 512, .kernel_size = 16, .stride = 8});
@@ -61,16 +69,16 @@ int run_bench_stream(const StreamBenchArgs& a) {
 
   std::vector<Row> rows;
   std::printf(
-      "TasNet chain (Conv1d 1->512 K16 s8 -> ConvTranspose1d 512->1 K16 s8), one thread, "
-      "%lld chunks each, microseconds per chunk\n",
-      static_cast<long long>(a.count));
+      "TasNet chain (Conv1d 1->512 K16 s8 -> ConvTranspose1d 512->1 K16 s8), device %s, one "
+      "thread, %lld chunks each, microseconds per chunk (host buffer in -> host buffer out)\n",
+      a.device.c_str(), static_cast<long long>(a.count));
   std::printf("%8s %6s %10s %10s %10s %10s\n", "chunk", "batch", "p50", "p99", "max", "mean");
   for (std::int64_t batch : a.batches) {
     for (std::int64_t chunk : a.chunks) {
       if (chunk < 1 || batch < 1) throw Error("--chunks and --batches must be >= 1");
       StreamChain chain;
       chain.add(enc).add(dec);
-      chain.prepare(chunk, batch);
+      chain.prepare(chunk, batch, device);
       // A ring of distinct input chunks, so the timing does not hinge on one cached buffer.
       constexpr std::int64_t kRing = 16;
       Tensor input(Shape{batch, 1, chunk * kRing});
@@ -112,7 +120,8 @@ int run_bench_stream(const StreamBenchArgs& a) {
     out << "[\n";
     for (std::size_t i = 0; i < rows.size(); ++i) {
       const Row& r = rows[i];
-      out << "  {\"chunk\": " << r.chunk << ", \"batch\": " << r.batch << ", \"count\": " << r.count
+      out << "  {\"device\": \"" << a.device << "\", \"chunk\": " << r.chunk
+          << ", \"batch\": " << r.batch << ", \"count\": " << r.count
           << ", \"p50_us\": " << r.p50_us << ", \"p99_us\": " << r.p99_us
           << ", \"max_us\": " << r.max_us << ", \"mean_us\": " << r.mean_us << "}"
           << (i + 1 < rows.size() ? ",\n" : "\n");
@@ -128,13 +137,14 @@ void add_bench_stream(CLI::App& app, std::vector<std::pair<CLI::App*, Runner>>& 
   auto args = std::make_shared<StreamBenchArgs>();
   CLI::App* b = app.add_subcommand(
       "bench-stream",
-      "Per-chunk latency (p50/p99/max) of the CPU stream API on the TasNet encoder -> decoder "
-      "chain, one thread");
+      "Per-chunk latency (p50/p99/max) of the stream API on the TasNet encoder -> decoder "
+      "chain, host buffer in to host buffer out (CPU: one thread; CUDA: graph replay)");
   b->add_option("--chunks", args->chunks, "Chunk lengths in frames")->capture_default_str();
   b->add_option("--batches", args->batches, "Batch sizes (independent streams)")
       ->capture_default_str();
   b->add_option("--count", args->count, "Timed chunks per configuration (after 200 warm-up)")
       ->capture_default_str();
+  b->add_option("--device", args->device, "cpu or cuda")->capture_default_str();
   b->add_option("--json", args->json, "Also write the results as JSON to this file");
   commands.emplace_back(b, [args] { return run_bench_stream(*args); });
 }

@@ -42,8 +42,16 @@
 // Zero padding only: reflect/replicate/circular padding reads frames from the far end of the
 // whole signal (or mirrors frames that have not arrived), so the constructor throws Error.
 //
-// Devices: prepare(..., Device::kCuda) throws Error for now (CUDA streaming is not
-// implemented); the CUDA path will be selected there, like the layers' forward().
+// Devices: prepare(..., Device::kCuda) runs the stream on the GPU while process()/flush()
+// still take and return host buffers: prepare allocates the device history and output buffers,
+// pinned staging, one cudaStream_t owned by the stream, and a device copy of the weights (taken
+// at prepare: prepare again after set_weight). Each process() packs the chunk into pinned
+// memory, replays a CUDA graph (copy in, kernels, copy out) and waits for its own stream only.
+// A graph is captured the first time an op list is seen (a chunk length in a given stride
+// phase; the first chunk of each new length pays the capture) and cached, up to 64 per stream;
+// later new lists run uncaptured. warm_up() captures a list of lengths ahead of time. CUDA
+// errors make process() return Status::kBackendFailure. Driver calls may block: run a CUDA
+// stream on a worker thread, not in the audio callback (docs/streaming.md).
 #pragma once
 
 #include <cstdint>
@@ -99,8 +107,15 @@ class Conv1dStream {
   // were zeros. The frame clock is shared by the batch, so all elements keep producing the
   // same number of frames per call. kInvalidArgument when batch_index is out of range.
   Status reset(std::int64_t batch_index) noexcept;
+  // CUDA only: streams zeros in chunks of each length (a few calls each, to reach the steady
+  // stride phases), so that their graphs are captured now instead of on first use; then
+  // reset(). Allocates (not real-time). No effect on the CPU.
+  void warm_up(const std::vector<std::int64_t>& lengths);
+  // CUDA graphs captured so far (0 unless prepared for Device::kCuda).
+  std::size_t cuda_graphs() const noexcept;
 
  private:
+  friend class StreamChain;
   struct State;
   std::unique_ptr<State> s_;
 };
@@ -135,8 +150,15 @@ class ConvTranspose1dStream {
   Status flush(TensorView<float> out, std::int64_t* frames_out) noexcept;
   void reset() noexcept;
   Status reset(std::int64_t batch_index) noexcept;
+  // CUDA only: streams zeros in chunks of each length (a few calls each, to reach the steady
+  // stride phases), so that their graphs are captured now instead of on first use; then
+  // reset(). Allocates (not real-time). No effect on the CPU.
+  void warm_up(const std::vector<std::int64_t>& lengths);
+  // CUDA graphs captured so far (0 unless prepared for Device::kCuda).
+  std::size_t cuda_graphs() const noexcept;
 
  private:
+  friend class StreamChain;
   struct State;
   std::unique_ptr<State> s_;
 };
@@ -171,6 +193,12 @@ class StreamChain {
   Status flush(TensorView<float> out, std::int64_t* frames_out) noexcept;
   void reset() noexcept;
   Status reset(std::int64_t batch_index) noexcept;
+  // CUDA only: streams zeros in chunks of each length (a few calls each, to reach the steady
+  // stride phases), so that their graphs are captured now instead of on first use; then
+  // reset(). Allocates (not real-time). No effect on the CPU.
+  void warm_up(const std::vector<std::int64_t>& lengths);
+  // CUDA graphs captured so far (0 unless prepared for Device::kCuda).
+  std::size_t cuda_graphs() const noexcept;
 
  private:
   struct State;

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -35,10 +36,11 @@ void check_prepare_args(const char* who, std::int64_t max_frames, std::int64_t b
     throw Error(std::string(who) + ": max_frames must be >= 1, got " + str(max_frames));
   }
   if (batch < 1) throw Error(std::string(who) + ": batch must be >= 1, got " + str(batch));
-  if (device != Device::kCpu) {
-    throw Error(std::string(who) +
-                ": streaming on CUDA tensors is not implemented yet; prepare the stream with "
-                "Device::kCpu (the same layer can still run forward() on CUDA tensors)");
+  if (device == Device::kCuda && !detail::cuda::available()) {
+    throw Error(
+        std::string(who) + ": prepare(..., Device::kCuda) needs a CUDA device, but " +
+        (detail::cuda::built() ? "none is available" : "this convbank was built without CUDA") +
+        "; prepare with Device::kCpu");
   }
 }
 
@@ -91,6 +93,244 @@ void zero_rows(Tensor& buffer, std::int64_t b_first, std::int64_t b_last, std::i
   }
 }
 
+using detail::cuda::CopyKind;
+using detail::cuda::StreamOp;
+
+// Graphs a stream (or chain) prepared for CUDA can hold: one per distinct op list, i.e. per
+// chunk length and stride phase (docs/streaming.md). Beyond it, new op lists run uncaptured.
+constexpr std::size_t kCudaGraphCache = 64;
+
+// The CUDA resources of a stream or chain prepared for Device::kCuda: the context (cudaStream_t,
+// pinned staging, graph cache, in src/cuda) and the op lists, all sized in prepare().
+struct CudaRuntime {
+  detail::cuda::StreamContext* ctx = nullptr;
+  std::vector<StreamOp> ops;  // the call being recorded
+  std::size_t count = 0;
+  std::vector<StreamOp> pre;  // zero fills queued by reset(), run before the next call
+  std::size_t pre_count = 0;
+  bool failed = false;
+
+  CudaRuntime(std::size_t max_ops, std::size_t max_pre) : ops(max_ops), pre(max_pre) {}
+  ~CudaRuntime() { detail::cuda::stream_context_destroy(ctx); }
+  CudaRuntime(const CudaRuntime&) = delete;
+  CudaRuntime& operator=(const CudaRuntime&) = delete;
+
+  void open(std::size_t in_floats, std::size_t out_floats) {
+    ctx = detail::cuda::stream_context_create(in_floats, out_floats, kCudaGraphCache, ops.size());
+  }
+  float* pinned_in() const noexcept { return detail::cuda::stream_context_pinned_in(ctx); }
+  float* pinned_out() const noexcept { return detail::cuda::stream_context_pinned_out(ctx); }
+
+  void push(const StreamOp& op) noexcept {
+    if (count < ops.size()) {
+      ops[count++] = op;
+    } else {
+      failed = true;
+    }
+  }
+  bool run_pre() noexcept {
+    bool ok = true;
+    if (pre_count > 0) {
+      ok = ctx != nullptr &&
+           detail::cuda::stream_context_run(ctx, pre.data(), pre_count, false, false);
+    }
+    pre_count = 0;
+    return ok;
+  }
+  void push_pre(const StreamOp& op) noexcept {
+    if (pre_count == pre.size() && !run_pre()) failed = true;
+    pre[pre_count++] = op;
+  }
+  // Runs what reset() queued, then the recorded call (graph replay or capture when
+  // use_graph), and waits for this stream only.
+  bool submit(bool use_graph) noexcept {
+    bool ok = run_pre() && !failed;
+    ok = ok && detail::cuda::stream_context_run(ctx, ops.data(), count, use_graph, true);
+    count = 0;
+    failed = false;
+    return ok;
+  }
+};
+
+StreamOp copy_op(float* dst, std::int64_t dst_pitch, const float* src, std::int64_t src_pitch,
+                 std::int64_t frames, std::int64_t rows, CopyKind kind) noexcept {
+  StreamOp op = detail::cuda::make_op(StreamOp::Kind::kCopy2D);
+  op.copy = kind;
+  op.dst = dst;
+  op.dst_pitch = static_cast<std::size_t>(dst_pitch) * sizeof(float);
+  op.src = src;
+  op.src_pitch = static_cast<std::size_t>(src_pitch) * sizeof(float);
+  op.row_bytes = static_cast<std::size_t>(frames) * sizeof(float);
+  op.rows = static_cast<std::size_t>(rows);
+  return op;
+}
+
+StreamOp zero_op(float* dst, std::int64_t dst_pitch, std::int64_t frames,
+                 std::int64_t rows) noexcept {
+  StreamOp op = detail::cuda::make_op(StreamOp::Kind::kZero2D);
+  op.dst = dst;
+  op.dst_pitch = static_cast<std::size_t>(dst_pitch) * sizeof(float);
+  op.row_bytes = static_cast<std::size_t>(frames) * sizeof(float);
+  op.rows = static_cast<std::size_t>(rows);
+  return op;
+}
+
+// Where a stage's new frames come from: a host view (CPU), pinned staging (CUDA, copied host
+// to device) or a device buffer (CUDA, a previous stage); a null view means zeros (padding).
+// On CUDA the rows (b, c) must be evenly pitched: batch stride = channels * channel stride.
+struct Source {
+  TensorView<const float> view;
+  CopyKind kind = CopyKind::kDeviceToDevice;
+};
+
+// Packs a host view into dense pinned rows, and back.
+void pack_rows(TensorView<const float> in, float* dst) noexcept {
+  const std::int64_t n = in.frames();
+  for (std::int64_t b = 0; b < in.batch(); ++b) {
+    for (std::int64_t c = 0; c < in.channels(); ++c) {
+      std::memcpy(dst + (b * in.channels() + c) * n, in.channel(b, c),
+                  static_cast<std::size_t>(n) * sizeof(float));
+    }
+  }
+}
+void unpack_rows(const float* src, std::int64_t frames, TensorView<float> out) noexcept {
+  for (std::int64_t b = 0; b < out.batch(); ++b) {
+    for (std::int64_t c = 0; c < out.channels(); ++c) {
+      std::memcpy(out.channel(b, c), src + (b * out.channels() + c) * frames,
+                  static_cast<std::size_t>(frames) * sizeof(float));
+    }
+  }
+}
+
+// One process() or flush() of a stream or chain prepared for CUDA: stages the host input in
+// pinned memory, lets `record` queue the device work (it returns the frames it writes to
+// `dev_out`), copies them back through pinned memory, and waits for this stream only. Calls
+// with input replay (or capture) a graph; flush (no input) runs uncaptured.
+template <class Record>
+Status cuda_call(CudaRuntime& rt, const TensorView<const float>* in, const Tensor& dev_out,
+                 TensorView<float> out, std::int64_t* frames_out, Record&& record) noexcept {
+  Source src;
+  if (in != nullptr) {
+    const std::int64_t n = in->frames();
+    pack_rows(*in, rt.pinned_in());
+    src.view = TensorView<const float>(rt.pinned_in(), in->shape(), in->channels() * n, n);
+    src.kind = CopyKind::kHostToDevice;
+  }
+  const std::int64_t produced = record(src);
+  if (produced > 0) {
+    rt.push(copy_op(rt.pinned_out(), produced, dev_out.data(), dev_out.shape().frames, produced,
+                    out.batch() * out.channels(), CopyKind::kDeviceToHost));
+  }
+  if (!rt.submit(in != nullptr)) return Status::kBackendFailure;
+  if (produced > 0) unpack_rows(rt.pinned_out(), produced, out);
+  *frames_out = produced;
+  return Status::kOk;
+}
+
+// The device side of one stage: weights mirrored on the device, two history buffers (the
+// carried frames move from one to the other, as overlapping copies are not allowed) and the
+// stage's output buffer.
+struct DeviceStage {
+  Tensor weight;
+  Tensor bias;
+  Tensor history[2];
+  int current = 0;
+  Tensor out;
+
+  template <class Layer>
+  void allocate(const Layer& layer, Shape history_shape, Shape out_shape) {
+    weight = layer.weight().to(Device::kCuda);
+    bias = layer.options().bias ? layer.bias().to(Device::kCuda) : Tensor();
+    history[0] = Tensor::zeros(history_shape, Device::kCuda);
+    history[1] = Tensor::zeros(history_shape, Device::kCuda);
+    current = 0;
+    out = Tensor::zeros(out_shape, Device::kCuda);
+  }
+  void release() { *this = DeviceStage(); }
+  float* buffer() const noexcept { return const_cast<float*>(history[current].data()); }
+  const float* bias_or_null() const noexcept { return bias.empty() ? nullptr : bias.data(); }
+};
+
+// Shared by both stage kinds: the carried frames of a (batch, channels, capacity) history,
+// held on the host (rt == nullptr) or on the device.
+struct History {
+  CudaRuntime* rt = nullptr;
+  Tensor* host = nullptr;
+  DeviceStage* dev = nullptr;
+  std::int64_t batch = 0, channels = 0, capacity = 0;
+
+  // Copies src's frames [first, first + count) (zeros when src has no data) to frame `at`.
+  void append(const Source& src, std::int64_t first, std::int64_t count,
+              std::int64_t at) const noexcept {
+    if (count <= 0) return;
+    if (rt == nullptr) {
+      if (src.view.data() != nullptr) {
+        append_rows(*host, src.view, first, count, at);
+      } else {
+        zero_rows(*host, 0, batch, at, count);
+      }
+      return;
+    }
+    float* dst = dev->buffer() + at;
+    if (src.view.data() != nullptr) {
+      rt->push(copy_op(dst, capacity, src.view.data() + first, src.view.channel_stride(), count,
+                       batch * channels, src.kind));
+    } else {
+      rt->push(zero_op(dst, capacity, count, batch * channels));
+    }
+  }
+  // Drops the first `consumed` of `held` frames.
+  void shift(std::int64_t consumed, std::int64_t held) const noexcept {
+    if (consumed <= 0 || held <= consumed) return;
+    if (rt == nullptr) {
+      shift_rows(*host, consumed, held);
+      return;
+    }
+    const int next = dev->current ^ 1;
+    rt->push(copy_op(dev->history[next].data(), capacity, dev->buffer() + consumed, capacity,
+                     held - consumed, batch * channels, CopyKind::kDeviceToDevice));
+    dev->current = next;
+  }
+  // Zeroes frames [from, from + count) of batch elements [b_first, b_last), before the next
+  // call on the device.
+  void zero(std::int64_t b_first, std::int64_t b_last, std::int64_t from,
+            std::int64_t count) const noexcept {
+    if (count <= 0) return;
+    if (rt == nullptr) {
+      zero_rows(*host, b_first, b_last, from, count);
+      return;
+    }
+    rt->push_pre(zero_op(dev->buffer() + b_first * channels * capacity + from, capacity, count,
+                         (b_last - b_first) * channels));
+  }
+  TensorView<const float> view(std::int64_t frames) const noexcept {
+    const float* data = rt == nullptr ? host->data() : dev->buffer();
+    return TensorView<const float>(data, Shape{batch, channels, frames}, channels * capacity,
+                                   capacity, rt == nullptr ? Device::kCpu : Device::kCuda);
+  }
+};
+
+// Streams zeros in chunks of each length, `calls` times, then resets (see warm_up()).
+template <class Stream>
+void warm_up_lengths(Stream& st, const char* who, const std::vector<std::int64_t>& lengths,
+                     std::int64_t batch, std::int64_t max_frames, std::int64_t calls) {
+  for (const std::int64_t n : lengths) {
+    if (n < 1 || n > max_frames) {
+      throw Error(std::string(who) + "::warm_up: length " + str(n) + " is not in [1, " +
+                  str(max_frames) + "]");
+    }
+    const Tensor in = Tensor::zeros(Shape{batch, st.in_channels(), n});
+    Tensor out(Shape{batch, st.out_channels(), std::max<std::int64_t>(1, st.max_output_frames(n))});
+    for (std::int64_t i = 0; i < calls; ++i) {
+      std::int64_t frames = 0;
+      if (st.process(in.view(), out.view(), &frames) != Status::kOk) {
+        throw Error(std::string(who) + "::warm_up: process() failed");
+      }
+    }
+    st.reset();
+  }
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------
@@ -114,22 +354,45 @@ struct Conv1dStream::State {
   std::int64_t skip = 0;      // input frames no output reads (stride > span)
   std::int64_t received = 0;  // unpadded input frames since reset
   bool finished = false;
+  // CUDA (prepare(..., Device::kCuda)): the runtime (own_rt, or the chain's) and device state.
+  std::unique_ptr<CudaRuntime> own_rt;
+  DeviceStage dev;
+  History hist;
 
   std::int64_t outputs_for(std::int64_t held) const {
     return held >= span ? (held - span) / p.stride + 1 : 0;
   }
 
-  // Appends `count` frames of `in` from `first` (nullptr = zeros) and emits every output frame
-  // they complete into `out`.
-  std::int64_t run(const TensorView<const float>* in, std::int64_t first, std::int64_t count,
+  // Allocates for chunks of 1..frames frames, on the host (rt == nullptr) or the device.
+  void allocate(std::int64_t frames, std::int64_t batch, CudaRuntime* rt) {
+    max_frames = frames;
+    p.batch = batch;
+    // Between calls at most max(pad_left, span - 1) frames wait; then a chunk or the right pad.
+    capacity = std::max(pad_left, span - 1) + std::max(frames, pad_right);
+    const Shape shape{batch, p.in_channels, capacity};
+    hist = History{rt, &buffer, &dev, batch, p.in_channels, capacity};
+    if (rt == nullptr) {
+      dev.release();
+      buffer = Tensor::zeros(shape);
+      workspace = Tensor::zeros(
+          Shape{1, 1, std::max<std::int64_t>(1, detail::cpu::conv1d_workspace_floats(p))});
+    } else {
+      buffer = Tensor();
+      workspace = Tensor();
+      const std::int64_t out_frames =
+          std::max<std::int64_t>(1, outputs_for(std::max(pad_left, span - 1) + frames) +
+                                        outputs_for(std::max(pad_left, span - 1) + pad_right));
+      dev.allocate(*layer, shape, Shape{batch, p.out_channels, out_frames});
+    }
+  }
+
+  // Appends `count` frames of `src` from `first` and emits every output frame they complete
+  // into `out` (a device view on CUDA). The same bookkeeping on both devices.
+  std::int64_t run(const Source& src, std::int64_t first, std::int64_t count,
                    TensorView<float> out) noexcept {
     const std::int64_t drop = std::min(skip, count);
     skip -= drop;
-    if (in != nullptr) {
-      append_rows(buffer, *in, first + drop, count - drop, buffered);
-    } else {
-      zero_rows(buffer, 0, p.batch, buffered, count - drop);
-    }
+    hist.append(src, first + drop, count - drop, buffered);
     buffered += count - drop;
     const std::int64_t produced = outputs_for(buffered);
     if (produced == 0) return 0;
@@ -137,20 +400,48 @@ struct Conv1dStream::State {
     q.pad_left = q.pad_right = 0;
     q.in_frames = buffered;
     q.out_frames = produced;
-    const TensorView<const float> x(buffer.data(), Shape{p.batch, p.in_channels, buffered},
-                                    p.in_channels * capacity, capacity);
-    const float* bias = layer->options().bias ? layer->bias().data() : nullptr;
-    detail::cpu::conv1d_workspace(q, x, layer->weight().data(), bias, out.slice_frames(0, produced),
-                                  workspace.data());
+    const TensorView<const float> x = hist.view(buffered);
+    if (hist.rt == nullptr) {
+      const float* bias = layer->options().bias ? layer->bias().data() : nullptr;
+      detail::cpu::conv1d_workspace(q, x, layer->weight().data(), bias,
+                                    out.slice_frames(0, produced), workspace.data());
+    } else {
+      StreamOp op = detail::cuda::make_op(StreamOp::Kind::kConv1d);
+      op.conv = q;
+      op.in = x.data();
+      op.in_batch_stride = x.batch_stride();
+      op.in_channel_stride = x.channel_stride();
+      op.out = out.data();
+      op.out_batch_stride = out.batch_stride();
+      op.out_channel_stride = out.channel_stride();
+      op.weight = dev.weight.data();
+      op.bias = dev.bias_or_null();
+      hist.rt->push(op);
+    }
     const std::int64_t consumed = produced * p.stride;
     if (consumed <= buffered) {
-      shift_rows(buffer, consumed, buffered);
+      hist.shift(consumed, buffered);
       buffered -= consumed;
     } else {
       skip = consumed - buffered;
       buffered = 0;
     }
     return produced;
+  }
+
+  // process() after validation.
+  std::int64_t step(const Source& src, std::int64_t n, TensorView<float> out) noexcept {
+    received += n;
+    return run(src, 0, n, out);
+  }
+  std::int64_t flush_frames() const noexcept {
+    return received == 0 ? 0 : outputs_for(buffered + pad_right - std::min(skip, pad_right));
+  }
+  // flush() after validation.
+  std::int64_t finish(TensorView<float> out) noexcept {
+    const std::int64_t expected = flush_frames();
+    finished = true;
+    return expected > 0 ? run(Source{}, 0, pad_right, out) : 0;
   }
 };
 
@@ -184,14 +475,25 @@ Conv1dStream& Conv1dStream::operator=(Conv1dStream&&) noexcept = default;
 void Conv1dStream::prepare(std::int64_t max_frames, std::int64_t batch, Device device) {
   check_prepare_args("Conv1dStream", max_frames, batch, device);
   State& s = *s_;
-  s.max_frames = max_frames;
-  s.p.batch = batch;
-  // Between calls at most max(pad_left, span - 1) frames wait; then a chunk or the right pad.
-  s.capacity = std::max(s.pad_left, s.span - 1) + std::max(max_frames, s.pad_right);
-  s.buffer = Tensor::zeros(Shape{batch, s.p.in_channels, s.capacity});
-  s.workspace = Tensor::zeros(
-      Shape{1, 1, std::max<std::int64_t>(1, detail::cpu::conv1d_workspace_floats(s.p))});
+  s.max_frames = 0;
+  s.own_rt.reset();
+  if (device == Device::kCuda) s.own_rt = std::make_unique<CudaRuntime>(8, 2 * (batch + 1));
+  s.allocate(max_frames, batch, s.own_rt.get());
+  if (s.own_rt) {
+    s.own_rt->open(static_cast<std::size_t>(batch * s.p.in_channels * max_frames),
+                   static_cast<std::size_t>(s.dev.out.numel()));
+  }
   reset();
+}
+
+void Conv1dStream::warm_up(const std::vector<std::int64_t>& lengths) {
+  if (!s_->own_rt) return;
+  warm_up_lengths(*this, "Conv1dStream", lengths, s_->p.batch, s_->max_frames,
+                  std::min<std::int64_t>(s_->p.stride + 2, 64));
+}
+
+std::size_t Conv1dStream::cuda_graphs() const noexcept {
+  return s_->own_rt && s_->own_rt->ctx ? detail::cuda::stream_context_graphs(s_->own_rt->ctx) : 0;
 }
 
 bool Conv1dStream::prepared() const noexcept {
@@ -246,8 +548,11 @@ Status Conv1dStream::process(TensorView<const float> in, TensorView<float> out,
   if (!out_ok(out, s.p.batch, s.p.out_channels, next_output_frames(n))) {
     return Status::kInvalidArgument;
   }
-  s.received += n;
-  *frames_out = s.run(&in, 0, n, out);
+  if (s.own_rt) {
+    return cuda_call(*s.own_rt, &in, s.dev.out, out, frames_out,
+                     [&](const Source& src) { return s.step(src, n, s.dev.out.view()); });
+  }
+  *frames_out = s.step(Source{in}, n, out);
   return Status::kOk;
 }
 
@@ -256,18 +561,22 @@ Status Conv1dStream::flush(TensorView<float> out, std::int64_t* frames_out) noex
   if (!prepared() || s_->finished || frames_out == nullptr) return Status::kInvalidArgument;
   State& s = *s_;
   // An empty stream has no offline counterpart (forward() needs >= 1 frame): it emits nothing.
-  const std::int64_t expected =
-      s.received == 0 ? 0 : s.outputs_for(s.buffered + s.pad_right - std::min(s.skip, s.pad_right));
-  if (!out_ok(out, s.p.batch, s.p.out_channels, expected)) return Status::kInvalidArgument;
-  s.finished = true;
-  if (expected > 0) *frames_out = s.run(nullptr, 0, s.pad_right, out);
+  if (!out_ok(out, s.p.batch, s.p.out_channels, s.flush_frames())) {
+    return Status::kInvalidArgument;
+  }
+  if (s.own_rt) {
+    return cuda_call(*s.own_rt, nullptr, s.dev.out, out, frames_out,
+                     [&](const Source&) { return s.finish(s.dev.out.view()); });
+  }
+  *frames_out = s.finish(out);
   return Status::kOk;
 }
 
 void Conv1dStream::reset() noexcept {
   State& s = *s_;
   if (s.max_frames == 0) return;
-  zero_rows(s.buffer, 0, s.p.batch, 0, s.pad_left);
+  s.dev.current = 0;  // a fresh stream replays the same graphs as the first one did
+  s.hist.zero(0, s.p.batch, 0, s.pad_left);
   s.buffered = s.pad_left;
   s.skip = 0;
   s.received = 0;
@@ -277,7 +586,7 @@ void Conv1dStream::reset() noexcept {
 Status Conv1dStream::reset(std::int64_t batch_index) noexcept {
   State& s = *s_;
   if (!prepared() || batch_index < 0 || batch_index >= s.p.batch) return Status::kInvalidArgument;
-  zero_rows(s.buffer, batch_index, batch_index + 1, 0, s.buffered);
+  s.hist.zero(batch_index, batch_index + 1, 0, s.buffered);
   return Status::kOk;
 }
 
@@ -304,6 +613,9 @@ struct ConvTranspose1dStream::State {
   std::int64_t received = 0;
   std::int64_t emitted = 0;
   bool finished = false;
+  std::unique_ptr<CudaRuntime> own_rt;
+  DeviceStage dev;
+  History hist;
 
   std::int64_t offline_frames(std::int64_t n) const {
     return (n - 1) * p.stride - 2 * p.padding + reach + p.output_padding + 1;
@@ -322,12 +634,71 @@ struct ConvTranspose1dStream::State {
     q.in_frames = held;
     q.padding = emitted + p.padding - first_input * p.stride;
     q.out_frames = count;
-    const TensorView<const float> x(inputs.data(), Shape{p.batch, p.in_channels, held},
-                                    p.in_channels * capacity, capacity);
-    const float* bias = layer->options().bias ? layer->bias().data() : nullptr;
-    detail::cpu::conv_transpose1d_workspace(q, x, layer->weight().data(), bias,
-                                            out.slice_frames(0, count), workspace.data());
+    const TensorView<const float> x = hist.view(held);
+    if (hist.rt == nullptr) {
+      const float* bias = layer->options().bias ? layer->bias().data() : nullptr;
+      detail::cpu::conv_transpose1d_workspace(q, x, layer->weight().data(), bias,
+                                              out.slice_frames(0, count), workspace.data());
+    } else {
+      StreamOp op = detail::cuda::make_op(StreamOp::Kind::kConvTranspose1d);
+      op.transpose = q;
+      op.in = x.data();
+      op.in_batch_stride = x.batch_stride();
+      op.in_channel_stride = x.channel_stride();
+      op.out = out.data();
+      op.out_batch_stride = out.batch_stride();
+      op.out_channel_stride = out.channel_stride();
+      op.weight = dev.weight.data();
+      op.bias = dev.bias_or_null();
+      hist.rt->push(op);
+    }
     emitted = end;
+  }
+
+  void allocate(std::int64_t frames, std::int64_t batch, CudaRuntime* rt) {
+    max_frames = frames;
+    p.batch = batch;
+    capacity = history + frames;
+    const Shape shape{batch, p.in_channels, capacity};
+    hist = History{rt, &inputs, &dev, batch, p.in_channels, capacity};
+    if (rt == nullptr) {
+      dev.release();
+      inputs = Tensor::zeros(shape);
+      workspace = Tensor::zeros(Shape{
+          1, 1, std::max<std::int64_t>(1, detail::cpu::conv_transpose1d_workspace_floats(p))});
+    } else {
+      inputs = Tensor();
+      workspace = Tensor();
+      const std::int64_t flush =
+          std::max<std::int64_t>(0, reach + p.output_padding + 1 - p.stride - p.padding);
+      dev.allocate(
+          *layer, shape,
+          Shape{batch, p.out_channels, std::max<std::int64_t>(1, frames * p.stride + flush)});
+    }
+  }
+
+  // process() after validation; returns the frames written to `out`.
+  std::int64_t step(const Source& src, std::int64_t n, TensorView<float> out) noexcept {
+    const std::int64_t produced = frontier(received + n) - emitted;
+    hist.append(src, 0, n, held);
+    held += n;
+    received += n;
+    emit(frontier(received), out);
+    const std::int64_t keep = std::min(history, held);
+    hist.shift(held - keep, held);
+    held = keep;
+    return produced;
+  }
+  std::int64_t flush_end() const noexcept {
+    return received == 0 ? 0 : std::max(emitted, offline_frames(received));
+  }
+  // flush() after validation.
+  std::int64_t finish(TensorView<float> out) noexcept {
+    const std::int64_t end = flush_end();
+    const std::int64_t frames = end - emitted;
+    finished = true;
+    emit(end, out);
+    return frames;
   }
 };
 
@@ -357,13 +728,24 @@ ConvTranspose1dStream& ConvTranspose1dStream::operator=(ConvTranspose1dStream&&)
 void ConvTranspose1dStream::prepare(std::int64_t max_frames, std::int64_t batch, Device device) {
   check_prepare_args("ConvTranspose1dStream", max_frames, batch, device);
   State& s = *s_;
-  s.max_frames = max_frames;
-  s.p.batch = batch;
-  s.capacity = s.history + max_frames;
-  s.inputs = Tensor::zeros(Shape{batch, s.p.in_channels, s.capacity});
-  s.workspace = Tensor::zeros(
-      Shape{1, 1, std::max<std::int64_t>(1, detail::cpu::conv_transpose1d_workspace_floats(s.p))});
+  s.max_frames = 0;
+  s.own_rt.reset();
+  if (device == Device::kCuda) s.own_rt = std::make_unique<CudaRuntime>(8, 2 * (batch + 1));
+  s.allocate(max_frames, batch, s.own_rt.get());
+  if (s.own_rt) {
+    s.own_rt->open(static_cast<std::size_t>(batch * s.p.in_channels * max_frames),
+                   static_cast<std::size_t>(s.dev.out.numel()));
+  }
   reset();
+}
+
+void ConvTranspose1dStream::warm_up(const std::vector<std::int64_t>& lengths) {
+  if (!s_->own_rt) return;
+  warm_up_lengths(*this, "ConvTranspose1dStream", lengths, s_->p.batch, s_->max_frames, 3);
+}
+
+std::size_t ConvTranspose1dStream::cuda_graphs() const noexcept {
+  return s_->own_rt && s_->own_rt->ctx ? detail::cuda::stream_context_graphs(s_->own_rt->ctx) : 0;
 }
 
 bool ConvTranspose1dStream::prepared() const noexcept {
@@ -417,14 +799,11 @@ Status ConvTranspose1dStream::process(TensorView<const float> in, TensorView<flo
   }
   const std::int64_t produced = next_output_frames(n);
   if (!out_ok(out, s.p.batch, s.p.out_channels, produced)) return Status::kInvalidArgument;
-  append_rows(s.inputs, in, 0, n, s.held);
-  s.held += n;
-  s.received += n;
-  s.emit(s.frontier(s.received), out);
-  const std::int64_t keep = std::min(s.history, s.held);
-  shift_rows(s.inputs, s.held - keep, s.held);
-  s.held = keep;
-  *frames_out = produced;
+  if (s.own_rt) {
+    return cuda_call(*s.own_rt, &in, s.dev.out, out, frames_out,
+                     [&](const Source& src) { return s.step(src, n, s.dev.out.view()); });
+  }
+  *frames_out = s.step(Source{in}, n, out);
   return Status::kOk;
 }
 
@@ -432,18 +811,20 @@ Status ConvTranspose1dStream::flush(TensorView<float> out, std::int64_t* frames_
   if (frames_out != nullptr) *frames_out = 0;
   if (!prepared() || s_->finished || frames_out == nullptr) return Status::kInvalidArgument;
   State& s = *s_;
-  const std::int64_t end = s.received == 0 ? 0 : std::max(s.emitted, s.offline_frames(s.received));
-  if (!out_ok(out, s.p.batch, s.p.out_channels, end - s.emitted)) {
+  if (!out_ok(out, s.p.batch, s.p.out_channels, s.flush_end() - s.emitted)) {
     return Status::kInvalidArgument;
   }
-  s.finished = true;
-  *frames_out = end - s.emitted;
-  s.emit(end, out);
+  if (s.own_rt) {
+    return cuda_call(*s.own_rt, nullptr, s.dev.out, out, frames_out,
+                     [&](const Source&) { return s.finish(s.dev.out.view()); });
+  }
+  *frames_out = s.finish(out);
   return Status::kOk;
 }
 
 void ConvTranspose1dStream::reset() noexcept {
   State& s = *s_;
+  s.dev.current = 0;
   s.held = 0;
   s.received = 0;
   s.emitted = 0;
@@ -453,7 +834,7 @@ void ConvTranspose1dStream::reset() noexcept {
 Status ConvTranspose1dStream::reset(std::int64_t batch_index) noexcept {
   State& s = *s_;
   if (!prepared() || batch_index < 0 || batch_index >= s.p.batch) return Status::kInvalidArgument;
-  zero_rows(s.inputs, batch_index, batch_index + 1, 0, s.held);
+  s.hist.zero(batch_index, batch_index + 1, 0, s.held);
   return Status::kOk;
 }
 
@@ -476,6 +857,7 @@ decltype(auto) visit_stage(const Stage& stage, F&& f) {
 }  // namespace
 
 struct StreamChain::State {
+  std::unique_ptr<CudaRuntime> rt;  // CUDA: the chain's stream, staging and graphs
   std::vector<Stage> stages;
   std::vector<Tensor> buffers;  // output of stage k, for k < last
   std::int64_t max_frames = 0;
@@ -531,24 +913,45 @@ void StreamChain::prepare(std::int64_t max_frames, std::int64_t batch, Device de
   if (s.stages.empty()) throw Error("StreamChain: prepare() on a chain without stages");
   s.max_frames = 0;
   s.buffers.clear();
+  s.rt.reset();
+  // On CUDA the stages record into the chain's runtime and pass frames through their device
+  // output buffers; only the first input and the last output cross to the host.
+  const std::size_t n_stages = s.stages.size();
+  if (device == Device::kCuda) {
+    s.rt = std::make_unique<CudaRuntime>(8 * n_stages + 2, 2 * n_stages * (batch + 1));
+  }
   // in_max: the most frames a stage receives in one process(); flush_in: the most it receives
   // while the chain flushes (the previous stage's last process() output plus its flush).
   std::int64_t in_max = max_frames;
   std::int64_t flush_in = 0;
-  for (std::size_t k = 0; k < s.stages.size(); ++k) {
+  for (std::size_t k = 0; k < n_stages; ++k) {
     Stage& stage = s.stages[k];
     visit_stage(stage, [&](auto& st) {
-      st.prepare(std::max<std::int64_t>(1, std::max(in_max, flush_in)), batch, device);
+      const std::int64_t frames = std::max<std::int64_t>(1, std::max(in_max, flush_in));
+      if (s.rt) {
+        st.s_->max_frames = 0;
+        st.s_->own_rt.reset();
+        st.s_->allocate(frames, batch, s.rt.get());
+        st.reset();
+      } else {
+        st.prepare(frames, batch, device);
+      }
       const std::int64_t out_max = st.max_output_frames(in_max);
       const std::int64_t out_flush =
           (flush_in > 0 ? st.max_output_frames(flush_in) : 0) + st.max_flush_frames();
-      if (k + 1 < s.stages.size()) {
+      if (k + 1 < n_stages && !s.rt) {
         s.buffers.push_back(Tensor::zeros(Shape{
             batch, st.out_channels(), std::max<std::int64_t>(1, std::max(out_max, out_flush))}));
       }
       in_max = std::max<std::int64_t>(1, out_max);
       flush_in = out_flush;
     });
+  }
+  if (s.rt) {
+    const std::int64_t out_floats =
+        visit_stage(s.stages.back(), [](const auto& st) { return st.s_->dev.out.numel(); });
+    s.rt->open(static_cast<std::size_t>(batch * s.in_channels * max_frames),
+               static_cast<std::size_t>(out_floats));
   }
   s.flush_frames = flush_in;
   s.batch = batch;
@@ -581,6 +984,24 @@ std::int64_t StreamChain::max_output_frames(std::int64_t input_frames) const noe
     n = visit_stage(stage, [&](const auto& st) { return st.max_output_frames(n); });
   }
   return n;
+}
+
+void StreamChain::warm_up(const std::vector<std::int64_t>& lengths) {
+  if (!s_->rt) return;
+  // The stride phases cycle within the product of the Conv1d strides.
+  std::int64_t calls = 2;
+  for (const Stage& stage : s_->stages) {
+    visit_stage(stage, [&](const auto& st) {
+      if constexpr (std::is_same_v<std::decay_t<decltype(st)>, Conv1dStream>) {
+        calls = std::min<std::int64_t>(calls * st.layer().options().stride, 64);
+      }
+    });
+  }
+  warm_up_lengths(*this, "StreamChain", lengths, s_->batch, s_->max_frames, calls + 1);
+}
+
+std::size_t StreamChain::cuda_graphs() const noexcept {
+  return s_->rt && s_->rt->ctx ? detail::cuda::stream_context_graphs(s_->rt->ctx) : 0;
 }
 
 std::int64_t StreamChain::max_flush_frames() const noexcept {
@@ -617,6 +1038,28 @@ Status StreamChain::process(TensorView<const float> in, TensorView<float> out,
   if (!out_ok(out, s.batch, s.out_channels, next_output_frames(n))) {
     return Status::kInvalidArgument;
   }
+  if (s.rt) {
+    for (const Stage& stage : s.stages) {
+      if (visit_stage(stage, [](const auto& st) { return st.s_->finished; })) {
+        return Status::kInvalidArgument;  // flushed: reset() first, as on the CPU
+      }
+    }
+    const Tensor& dev_out =
+        visit_stage(s.stages.back(), [](auto& st) -> const Tensor& { return st.s_->dev.out; });
+    return cuda_call(*s.rt, &in, dev_out, out, frames_out, [&](const Source& first) {
+      Source src = first;
+      std::int64_t frames = n;
+      for (Stage& stage : s.stages) {
+        if (frames < 1) return std::int64_t{0};
+        visit_stage(stage, [&](auto& st) {
+          Tensor& o = st.s_->dev.out;
+          frames = st.s_->step(src, frames, o.view());
+          src = Source{o.view().slice_frames(0, frames), CopyKind::kDeviceToDevice};
+        });
+      }
+      return frames;
+    });
+  }
   TensorView<const float> cur = in;
   for (std::size_t k = 0; k < s.stages.size(); ++k) {
     if (cur.frames() < 1) return Status::kOk;
@@ -637,6 +1080,31 @@ Status StreamChain::flush(TensorView<float> out, std::int64_t* frames_out) noexc
   State& s = *s_;
   if (!prepared() || frames_out == nullptr) return Status::kInvalidArgument;
   if (!out_ok(out, s.batch, s.out_channels, s.flush_frames)) return Status::kInvalidArgument;
+  if (s.rt) {
+    // A stage that is already finished (an earlier flush) refuses, as on the CPU.
+    bool finished = false;
+    for (const Stage& stage : s.stages) {
+      visit_stage(stage, [&](const auto& st) { finished = finished || st.s_->finished; });
+    }
+    if (finished) return Status::kInvalidArgument;
+    const Tensor& dev_out =
+        visit_stage(s.stages.back(), [](auto& st) -> const Tensor& { return st.s_->dev.out; });
+    return cuda_call(*s.rt, nullptr, dev_out, out, frames_out, [&](const Source&) {
+      Source src;
+      std::int64_t frames = 0;
+      for (Stage& stage : s.stages) {
+        visit_stage(stage, [&](auto& st) {
+          Tensor& o = st.s_->dev.out;
+          const std::int64_t produced = frames > 0 ? st.s_->step(src, frames, o.view()) : 0;
+          const std::int64_t flushed =
+              st.s_->finish(o.view().slice_frames(produced, o.shape().frames - produced));
+          frames = produced + flushed;
+          src = Source{o.view().slice_frames(0, frames), CopyKind::kDeviceToDevice};
+        });
+      }
+      return frames;
+    });
+  }
   // Stage k first processes what stage k - 1 flushed, then flushes itself.
   TensorView<const float> cur;
   std::int64_t cur_frames = 0;

@@ -1,5 +1,6 @@
 // Stand-in for the CUDA backend in builds without it (CONVBANK_ENABLE_CUDA=OFF, or AUTO with
 // no nvcc). Asking for CUDA is then a run-time error, never an #ifdef in user code.
+#include <cstring>
 #include <string>
 
 #include "convbank/error.hpp"
@@ -41,6 +42,28 @@ void synchronize(void*) {
 }
 const char* description() {
   return "not built";
+}
+StreamOp make_op(StreamOp::Kind kind) noexcept {
+  StreamOp op;
+  std::memset(static_cast<void*>(&op), 0, sizeof(op));
+  op.kind = kind;
+  return op;
+}
+StreamContext* stream_context_create(std::size_t, std::size_t, std::size_t, std::size_t) {
+  unavailable("stream on cuda");
+}
+void stream_context_destroy(StreamContext*) noexcept {}
+float* stream_context_pinned_in(StreamContext*) noexcept {
+  return nullptr;
+}
+float* stream_context_pinned_out(StreamContext*) noexcept {
+  return nullptr;
+}
+bool stream_context_run(StreamContext*, const StreamOp*, std::size_t, bool, bool) noexcept {
+  return false;
+}
+std::size_t stream_context_graphs(const StreamContext*) noexcept {
+  return 0;
 }
 
 }  // namespace convbank::detail::cuda

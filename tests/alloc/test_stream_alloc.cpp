@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "convbank/conv.hpp"
+#include "convbank/runtime.hpp"
 #include "convbank/stream.hpp"
 #include "convbank/tensor.hpp"
 #include "cpu/workspace.hpp"
@@ -209,5 +210,44 @@ TEST_CASE("stream: no allocation in process() after prepare (counted operator ne
     convbank::Conv1dStream d(depthwise);
     d.prepare(256, 4);
     check_zero(count_during(d, 8, 256, 4, 3000, rng));
+  }
+}
+
+TEST_CASE("cuda:stream no allocation in process() on CUDA after warm_up (graph replay)") {
+  if (!convbank::cuda_available()) {
+    MESSAGE("CUDA device not available: skipped");
+    return;
+  }
+  std::mt19937_64 rng(4);
+  auto enc = make<convbank::Conv1d>(
+      {.in_channels = 1, .out_channels = 512, .kernel_size = 16, .stride = 8}, Shape{512, 1, 16},
+      rng);
+  auto dec = make<convbank::ConvTranspose1d>(
+      {.in_channels = 512, .out_channels = 1, .kernel_size = 16, .stride = 8}, Shape{512, 1, 16},
+      rng);
+  for (std::int64_t batch : {1, 8}) {
+    convbank::StreamChain chain;
+    chain.add(enc).add(dec);
+    chain.prepare(1024, batch, convbank::Device::kCuda);
+    chain.warm_up({64, 256, 1000});
+    const Tensor x = random_tensor(Shape{batch, 1, 1024}, rng);
+    Tensor out(Shape{batch, 1, chain.max_output_frames(1024)});
+    bool ok = true;
+    const std::size_t graphs = chain.cuda_graphs();
+    const std::int64_t a0 = g_allocations.load();
+    const std::int64_t d0 = g_deallocations.load();
+    for (int i = 0; i < 600; ++i) {
+      const std::int64_t n = i < 200 ? 256 : i < 400 ? 64 : 1000;
+      std::int64_t produced = 0;
+      ok &= chain.process(x.view().slice_frames(0, n), out.view(), &produced) == Status::kOk;
+    }
+    const std::int64_t allocations = g_allocations.load() - a0;
+    const std::int64_t deallocations = g_deallocations.load() - d0;
+    CHECK(ok);
+    CHECK(chain.cuda_graphs() == graphs);  // every call replayed a graph warm_up captured
+    CHECK(allocations == 0);
+    CHECK(deallocations == 0);
+    MESSAGE("batch " << batch << ": " << graphs << " graphs, " << allocations
+                     << " allocations in 600 process() calls");
   }
 }
