@@ -158,31 +158,27 @@ void conv1d_direct(const Conv1dParams& p, TensorView<const float> x, std::int64_
   });
 }
 
-// Copies n floats to dst. Outputs larger than the caches are written with non-temporal
-// stores: they skip the read-for-ownership of each destination line, which halves the memory
-// traffic of output-bound layers (a 1 -> 512 encoder writes 256x more than it reads).
-void store_row(float* __restrict dst, const float* __restrict src, std::int64_t n, bool streaming) {
+// Copies n floats to dst with non-temporal stores, for outputs larger than the caches: they
+// skip the read-for-ownership of each destination line, which halves the memory traffic of
+// output-bound layers (a 1 -> 512 encoder writes 256x more than it reads).
+void store_row(float* __restrict dst, const float* __restrict src, std::int64_t n) {
 #if defined(__AVX__)
-  if (streaming) {
-    // Only whole 64-byte lines are streamed: a partial line (or a line half written by
-    // ordinary stores) would make the memory controller read it back.
-    constexpr std::int64_t kLineFloats = 16;
-    std::int64_t i = 0;
-    while (i < n && (reinterpret_cast<std::uintptr_t>(dst + i) & 63) != 0) {
-      dst[i] = src[i];
-      ++i;
-    }
-    for (; i + kLineFloats <= n; i += kLineFloats) {
-      _mm256_stream_ps(dst + i, _mm256_loadu_ps(src + i));
-      _mm256_stream_ps(dst + i + 8, _mm256_loadu_ps(src + i + 8));
-    }
-    for (; i < n; ++i) dst[i] = src[i];
-    return;
+  // Only whole 64-byte lines are streamed: a partial line (or a line half written by ordinary
+  // stores) would make the memory controller read it back.
+  constexpr std::int64_t kLineFloats = 16;
+  std::int64_t i = 0;
+  while (i < n && (reinterpret_cast<std::uintptr_t>(dst + i) & 63) != 0) {
+    dst[i] = src[i];
+    ++i;
   }
+  for (; i + kLineFloats <= n; i += kLineFloats) {
+    _mm256_stream_ps(dst + i, _mm256_loadu_ps(src + i));
+    _mm256_stream_ps(dst + i + 8, _mm256_loadu_ps(src + i + 8));
+  }
+  for (; i < n; ++i) dst[i] = src[i];
 #else
-  (void)streaming;
-#endif
   std::memcpy(dst, src, static_cast<std::size_t>(n) * sizeof(float));
+#endif
 }
 
 // Streamed stores are weakly ordered and per core: the thread that issued them fences.
@@ -272,7 +268,7 @@ void conv1d_gemm(const Conv1dParams& p, TensorView<const float> x, std::int64_t 
     }
     if (streaming) {
       for (std::int64_t o = 0; o < og; ++o) {
-        store_row(out.channel(b, g * og + o) + t0, ybuf + o * tn, tn, true);
+        store_row(out.channel(b, g * og + o) + t0, ybuf + o * tn, tn);
       }
       fence_streaming_stores();
     }
@@ -467,7 +463,7 @@ void conv1d_winograd(const Conv1dParams& p, TensorView<const float> x, std::int6
       float* y = out.channel(b, g * og + o) + t0;
       if (streaming) {
         interleave4(phases, tiles, tn, row);
-        store_row(y, row, tn, true);
+        store_row(y, row, tn);
       } else {
         interleave4(phases, tiles, tn, y);
       }
