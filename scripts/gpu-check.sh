@@ -9,7 +9,7 @@
 # summary is printed last. Kept under ~9 minutes.
 #
 #   scripts/gpu-check.sh                       # everything
-#   STAGES="build bench" scripts/gpu-check.sh  # a subset: build test sanitize parity bench stream
+#   STAGES="build bench" scripts/gpu-check.sh  # a subset: build test sanitize parity bench stream probe
 #   STREAM_ARGS="--count 2000" STAGES="build stream" scripts/gpu-check.sh
 #   BENCH_ARGS="--workload seedB" scripts/gpu-check.sh
 #   TEST_CASES='cuda:sanitize*' STAGES="build test bench" BENCH_ARGS="--workload dec_tasnet" \
@@ -118,6 +118,21 @@ if has stream && [ -x "$BUILD/apps/convbank" ]; then
   fi
   cat "$OUT/stream.err" >>"$OUT/stream.md"; rm -f "$OUT/stream.err"
   stamp "stream: ${status[stream]}"
+fi
+
+# probe: the machine's floor for one host-in/host-out graph call, and the chain's latency at 256
+# frames with the stream copies as copy-engine nodes (A/B against the kernel copies above).
+if has probe && [ -x "$BUILD/apps/convbank" ]; then
+  stamp "latency floors and copy-path A/B"
+  {
+    timeout "$(budget 60)" python3 tests/tools/cuda_latency_probe.py
+    echo "kernel copies (default):"
+    timeout "$(budget 30)" "$BUILD/apps/convbank" bench-stream --device cuda --chunks 256 --batches 1 8 --count 10000
+    echo "copy-engine copies (CONVBANK_CUDA_STREAM_COPIES=memcpy):"
+    CONVBANK_CUDA_STREAM_COPIES=memcpy timeout "$(budget 30)" "$BUILD/apps/convbank" bench-stream \
+      --device cuda --chunks 256 --batches 1 8 --count 10000
+  } >"$OUT/probe.md" 2>&1
+  tail -30 "$OUT/probe.md"
 fi
 
 if has parity && [ -x "$BUILD/apps/convbank" ]; then
