@@ -113,7 +113,10 @@ void launch_conv_transpose1d_narrow(const ConvTranspose1dParams& p, TensorView<c
 
 // Split-reduction decoder for few output channels per group: dilation 1, stride 2..16, K a
 // multiple of the stride, K / stride <= 4 taps (conv_direct.cu).
+// Below one block per multiprocessor it splits the channels over a thread-block cluster of
+// splitk_cluster_size(p) blocks (1 = no cluster; CONVBANK_CUDA_SPLITK_CLUSTER=n forces n).
 bool conv_transpose1d_splitk_supported(const ConvTranspose1dParams& p);
+int splitk_cluster_size(const ConvTranspose1dParams& p);
 void launch_conv_transpose1d_splitk(const ConvTranspose1dParams& p, TensorView<const float> x,
                                     const float* w, const float* bias, TensorView<float> y,
                                     cudaStream_t stream, const char* name);

@@ -3,7 +3,9 @@
 // would be mostly empty (depthwise, out_channels/groups <= 4). A block covers 1024 consecutive
 // frames of one (batch, out channel) row; thread i takes frames i, i+256, i+512, i+768 so every
 // load and store instruction of a warp touches 32 consecutive frames (coalesced).
+#include <cooperative_groups.h>
 #include <algorithm>
+#include <cstdlib>
 
 #include "cuda/conv_common.cuh"
 
@@ -233,17 +235,36 @@ struct SplitArgs {
   std::int64_t rows, out_channels;
   int cin_g, cout_g, K, P, T, chunk;
   std::int64_t pad, q0, qcount, in_frames, out_frames, q_tiles;
+  int split;  // blocks per cluster (grid y) sharing one output tile's channels; 1 without
 };
 
-template <int PH, int NQ>
+// With Cluster, the `split` blocks of a cluster (grid y) each reduce a slice of the input
+// channels for the same output tile and the slices are summed in rank order through distributed
+// shared memory: deterministic, no atomics, no workspace. It fills the GPU when there are fewer
+// tiles than multiprocessors, e.g. a 256-frame streaming chunk through a 512 -> 1 decoder (one
+// tile: 63 us on one block, the bulk of the stream's latency).
+template <int PH, int NQ, bool Cluster>
 __global__ void __launch_bounds__(kSplitThreads, 2)
     conv_transpose1d_polyphase_splitk_kernel(SplitArgs a) {
   constexpr int QB = 32 * NQ;
   static_assert(kSplitWarps * QB * (PH + 1) <= kSplitSmemFloats, "reduction buffer");
+  static_assert(QB * PH <= kSplitSmemFloats, "cluster partials");
   __shared__ __align__(16) float sm[kSplitSmemFloats];
   const int tid = threadIdx.x;
   const int lane = tid & 31;
   const int warp = tid >> 5;
+  int rank = 0;
+  int split = 1;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  if constexpr (Cluster) {
+    rank = static_cast<int>(cooperative_groups::this_cluster().block_rank());
+    split = a.split;
+  }
+#else
+  if constexpr (Cluster) __trap();  // launched only where cluster launch is supported (sm_90+)
+#endif
+  const int c_begin = static_cast<int>(static_cast<std::int64_t>(a.cin_g) * rank / split);
+  const int c_end = static_cast<int>(static_cast<std::int64_t>(a.cin_g) * (rank + 1) / split);
   for (std::int64_t row = blockIdx.z; row < a.rows; row += gridDim.z) {
     const std::int64_t b = row / a.out_channels;
     const std::int64_t o = row - b * a.out_channels;
@@ -259,8 +280,8 @@ __global__ void __launch_bounds__(kSplitThreads, 2)
       for (int i = 0; i < NQ; ++i)
 #pragma unroll
         for (int j = 0; j < PH; ++j) acc[i][j] = 0.0f;
-      for (int c0 = 0; c0 < a.cin_g; c0 += a.chunk) {
-        const int cn = min(a.chunk, a.cin_g - c0);
+      for (int c0 = c_begin; c0 < c_end; c0 += a.chunk) {
+        const int cn = min(a.chunk, c_end - c0);
         __syncthreads();  // the previous chunk's weights (or tile's reduction) are done
         for (int i = tid; i < cn * a.T * PH; i += kSplitThreads) {
           const int j = i % PH;
@@ -317,16 +338,58 @@ __global__ void __launch_bounds__(kSplitThreads, 2)
       __syncthreads();
       const float bias = a.bias != nullptr ? __ldg(a.bias + o) : 0.0f;
       float* yrow = a.y + b * a.y_bs + o * a.y_cs;
-      for (int idx = tid; idx < QB * a.P; idx += kSplitThreads) {
-        const int ql = idx / a.P;
-        const int ph = idx - ql * a.P;
-        const std::int64_t q = qb + ql;
-        const std::int64_t t = q * a.P + ph - a.pad;
-        if (q - a.q0 < a.qcount && t >= 0 && t < a.out_frames) {
-          float s = 0.0f;
+      if constexpr (Cluster) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+        // This block's sum over its warps, then the cluster's sum over ranks, in rank order.
+        constexpr int kPer = (QB * PH + kSplitThreads - 1) / kSplitThreads;
+        float part[kPer];
 #pragma unroll
-          for (int w = 0; w < kSplitWarps; ++w) s += sm[(w * QB + ql) * (PH + 1) + ph];
-          yrow[t] = s + bias;
+        for (int k = 0; k < kPer; ++k) {
+          const int idx = tid + k * kSplitThreads;
+          part[k] = 0.0f;
+          if (idx < QB * a.P) {
+            const int ql = idx / a.P;
+            const int ph = idx - ql * a.P;
+#pragma unroll
+            for (int w = 0; w < kSplitWarps; ++w) part[k] += sm[(w * QB + ql) * (PH + 1) + ph];
+          }
+        }
+        __syncthreads();
+#pragma unroll
+        for (int k = 0; k < kPer; ++k) {
+          const int idx = tid + k * kSplitThreads;
+          if (idx < QB * a.P) sm[idx] = part[k];
+        }
+        cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
+        cluster.sync();
+        const int e = QB * a.P;
+        const int e0 = static_cast<int>(static_cast<std::int64_t>(e) * rank / split);
+        const int e1 = static_cast<int>(static_cast<std::int64_t>(e) * (rank + 1) / split);
+        for (int idx = e0 + tid; idx < e1; idx += kSplitThreads) {
+          const int ql = idx / a.P;
+          const int ph = idx - ql * a.P;
+          const std::int64_t q = qb + ql;
+          const std::int64_t t = q * a.P + ph - a.pad;
+          if (q - a.q0 < a.qcount && t >= 0 && t < a.out_frames) {
+            float s = *cluster.map_shared_rank(sm + idx, 0);
+            for (int k = 1; k < split; ++k) s += *cluster.map_shared_rank(sm + idx, k);
+            yrow[t] = s + bias;
+          }
+        }
+        cluster.sync();  // every rank has read the partials before the next tile overwrites them
+#endif
+      } else {
+        for (int idx = tid; idx < QB * a.P; idx += kSplitThreads) {
+          const int ql = idx / a.P;
+          const int ph = idx - ql * a.P;
+          const std::int64_t q = qb + ql;
+          const std::int64_t t = q * a.P + ph - a.pad;
+          if (q - a.q0 < a.qcount && t >= 0 && t < a.out_frames) {
+            float s = 0.0f;
+#pragma unroll
+            for (int w = 0; w < kSplitWarps; ++w) s += sm[(w * QB + ql) * (PH + 1) + ph];
+            yrow[t] = s + bias;
+          }
         }
       }
     }
@@ -447,15 +510,60 @@ void launch_conv_transpose1d_splitk(const ConvTranspose1dParams& p, TensorView<c
   a.in_frames = p.in_frames;
   a.out_frames = p.out_frames;
   a.q_tiles = (a.qcount + qb - 1) / qb;
-  const dim3 grid(grid_dim(a.q_tiles, kMaxGridX), 1, grid_dim(a.rows, kMaxGridYZ));
-  if (ph == 16) {
-    conv_transpose1d_polyphase_splitk_kernel<16, 2><<<grid, kSplitThreads, 0, stream>>>(a);
+  a.split = splitk_cluster_size(p);
+  const dim3 grid(grid_dim(a.q_tiles, kMaxGridX), static_cast<unsigned>(a.split),
+                  grid_dim(a.rows, kMaxGridYZ));
+  if (a.split > 1) {
+    cudaLaunchConfig_t cfg{};
+    cfg.gridDim = grid;
+    cfg.blockDim = dim3(kSplitThreads);
+    cfg.stream = stream;
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeClusterDimension;
+    attr[0].val.clusterDim.x = 1;
+    attr[0].val.clusterDim.y = static_cast<unsigned>(a.split);
+    attr[0].val.clusterDim.z = 1;
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+    const cudaError_t st =
+        ph == 16
+            ? cudaLaunchKernelEx(&cfg, conv_transpose1d_polyphase_splitk_kernel<16, 2, true>, a)
+        : ph == 8
+            ? cudaLaunchKernelEx(&cfg, conv_transpose1d_polyphase_splitk_kernel<8, 4, true>, a)
+            : cudaLaunchKernelEx(&cfg, conv_transpose1d_polyphase_splitk_kernel<4, 4, true>, a);
+    if (st != cudaSuccess) {
+      cudaGetLastError();  // clear it; report it with the kernel and the shape
+      throw Error(std::string("CUDA: kernel ") + name + " (cluster of " + std::to_string(a.split) +
+                  ") failed to launch for " + shape_text(p) + ": " + cudaGetErrorName(st) + " (" +
+                  cudaGetErrorString(st) + ")");
+    }
+  } else if (ph == 16) {
+    conv_transpose1d_polyphase_splitk_kernel<16, 2, false><<<grid, kSplitThreads, 0, stream>>>(a);
   } else if (ph == 8) {
-    conv_transpose1d_polyphase_splitk_kernel<8, 4><<<grid, kSplitThreads, 0, stream>>>(a);
+    conv_transpose1d_polyphase_splitk_kernel<8, 4, false><<<grid, kSplitThreads, 0, stream>>>(a);
   } else {
-    conv_transpose1d_polyphase_splitk_kernel<4, 4><<<grid, kSplitThreads, 0, stream>>>(a);
+    conv_transpose1d_polyphase_splitk_kernel<4, 4, false><<<grid, kSplitThreads, 0, stream>>>(a);
   }
   check_launch(name, shape_text(p));
+}
+
+int splitk_cluster_size(const ConvTranspose1dParams& p) {
+  if (!cluster_launch_supported()) return 1;
+  const std::int64_t cin_g = p.in_channels / p.groups;
+  const int ph = p.stride <= 4 ? 4 : (p.stride <= 8 ? 8 : 16);
+  const std::int64_t qb = ph == 16 ? 64 : 128;
+  const std::int64_t qcount = (p.out_frames - 1 + p.padding) / p.stride - p.padding / p.stride + 1;
+  const std::int64_t blocks = ((qcount + qb - 1) / qb) * p.batch * p.out_channels;
+  // At least one channel per warp of every rank; 8 ranks at most (the portable cluster size).
+  const std::int64_t most = std::min<std::int64_t>(kMaxSplit, cin_g / kSplitWarps);
+  static const int forced = [] {
+    const char* v = std::getenv("CONVBANK_CUDA_SPLITK_CLUSTER");
+    return v != nullptr ? std::atoi(v) : 0;
+  }();
+  if (forced >= 1)
+    return static_cast<int>(std::max<std::int64_t>(1, std::min<std::int64_t>(forced, most)));
+  if (blocks >= num_sms() || most < 2) return 1;
+  return static_cast<int>(std::min<std::int64_t>(most, (num_sms() + blocks - 1) / blocks));
 }
 
 void launch_conv1d_direct(const Conv1dParams& p, TensorView<const float> x, const float* w,

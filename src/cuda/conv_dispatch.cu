@@ -3,6 +3,8 @@
 // checks the launch. No device-wide synchronization, no allocation.
 //
 // Conv1d:
+//   batch * out * frames * in/groups * K <= 2^20 (tiny, e.g. a streaming chunk)
+//                                  -> conv1d_direct_coalesced
 //   K = 3, stride 1, dilation 1, in/groups >= 16, out/groups >= 32
 //                                  -> conv1d_winograd_f43_ffma
 //   out/groups <= 4 (depthwise, few outputs per group)
@@ -16,7 +18,9 @@
 //   stride 1, dilation 1, K = 3, in/groups >= 16, out/groups >= 32
 //                                  -> conv_transpose1d_winograd_f43_ffma
 //   dilation 1, stride 2..16, K % stride == 0, K / stride <= 4, out/groups <= 4 (decoders)
-//                                  -> conv_transpose1d_polyphase_splitk
+//                                  -> conv_transpose1d_polyphase_splitk (its channels split
+//                                     over a thread-block cluster when its tiles underfill the
+//                                     GPU, sm_90+)
 //   out/groups == 1, dilation 1, stride >= 32, K % stride == 0 (STFT-like synthesis)
 //                                  -> conv_transpose1d_phase_gemm_v2_ffma_{128,64,32}x128, and
 //                                     where the output tiles underfill the GPU (sm_90+):
@@ -40,6 +44,9 @@ namespace convbank::detail::cuda {
 namespace {
 
 enum class Family { kDirect, kGemm, kGemm2, kWinograd, kNarrow, kSplitK };
+
+// Multiply-adds below which a Conv1d runs on the per-output direct kernel.
+constexpr std::int64_t kTinyConvFmas = std::int64_t{1} << 20;
 
 struct Choice {
   Family family;
@@ -189,6 +196,12 @@ GemmTile pick_tile(std::int64_t rows, std::int64_t cols, std::int64_t batch_grou
 Choice choose(const Conv1dParams& p) {
   const std::int64_t cin_g = p.in_channels / p.groups;
   const std::int64_t cout_g = p.out_channels / p.groups;
+  // Tiny problems (a streaming chunk): one thread per output beats any tiling, whose blocks
+  // would be few and mostly idle (1 -> 512 K16 s8 on 33 frames: 10 us as a GEMM).
+  const std::int64_t outputs = p.batch * p.out_channels * p.out_frames;
+  if (outputs * cin_g * p.kernel_size <= kTinyConvFmas) {
+    return {Family::kDirect, GemmTile::k128x128, "conv1d_direct_coalesced"};
+  }
   if (p.kernel_size == 3 && p.stride == 1 && p.dilation == 1 && cin_g >= 16 && cout_g >= 32) {
     return {Family::kWinograd, GemmTile::k128x128, "conv1d_winograd_f43_ffma"};
   }
