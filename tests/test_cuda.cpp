@@ -536,7 +536,8 @@ TEST_CASE("cuda: conv1d random grid against the float64 oracle") {
           stats.worst, " at ", stats.worst_config, "; kernels: ", join(stats.kernels));
   CHECK(stats.runs >= 300);
   // Every kernel family was exercised by the grid.
-  for (const char* k : {"conv1d_winograd_f43_ffma", "conv1d_direct_coalesced"}) {
+  for (const char* k :
+       {"conv1d_winograd_f43_ffma", "conv1d_direct_coalesced", "conv1d_direct_flat"}) {
     CHECK_MESSAGE(stats.kernels.count(k) == 1, "grid never ran ", k);
   }
   for (const char* prefix : {"conv1d_implicit_gemm_ffma_", "conv1d_gemm_v2_ffma_"}) {

@@ -101,6 +101,10 @@ inline unsigned grid_dim(std::int64_t want, std::int64_t cap) {
 void launch_conv1d_direct(const Conv1dParams& p, TensorView<const float> x, const float* w,
                           const float* bias, TensorView<float> y, cudaStream_t stream,
                           const char* name);
+// One thread per output, for tiny problems (any argument).
+void launch_conv1d_direct_flat(const Conv1dParams& p, TensorView<const float> x, const float* w,
+                               const float* bias, TensorView<float> y, cudaStream_t stream,
+                               const char* name);
 void launch_conv_transpose1d_direct(const ConvTranspose1dParams& p, TensorView<const float> x,
                                     const float* w, const float* bias, TensorView<float> y,
                                     cudaStream_t stream, const char* name);

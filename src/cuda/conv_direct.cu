@@ -66,6 +66,32 @@ __global__ void __launch_bounds__(kDirectThreads) conv1d_direct_coalesced_kernel
   }
 }
 
+// One thread per output, flattened over (batch, out channel, frame): for tiny problems (a
+// streaming chunk of a few frames per row), where a block per row would leave most of its
+// threads idle and the grid would be thousands of near-empty blocks.
+__global__ void __launch_bounds__(kDirectThreads) conv1d_direct_flat_kernel(DirectArgs a) {
+  const std::int64_t total = a.items;  // batch * out_channels * out_frames
+  for (std::int64_t i = blockIdx.x * std::int64_t{kDirectThreads} + threadIdx.x; i < total;
+       i += std::int64_t{gridDim.x} * kDirectThreads) {
+    const std::int64_t row = i / a.out_frames;
+    const std::int64_t t = i - row * a.out_frames;
+    const std::int64_t b = row / a.out_channels;
+    const std::int64_t o = row - b * a.out_channels;
+    const std::int64_t g = o / a.cout_g;
+    float acc = a.bias != nullptr ? __ldg(a.bias + o) : 0.0f;
+    const float* wrow = a.w + o * a.cin_g * a.kernel_size;
+    for (std::int64_t ci = 0; ci < a.cin_g; ++ci) {
+      const float* xrow = a.x + b * a.x_bs + (g * a.cin_g + ci) * a.x_cs;
+      for (std::int64_t k = 0; k < a.kernel_size; ++k) {
+        const std::int64_t pos = t * a.stride + k * a.dilation - a.pad;
+        acc = fmaf(__ldg(wrow + ci * a.kernel_size + k),
+                   load_padded(xrow, pos, a.in_frames, a.mode), acc);
+      }
+    }
+    a.y[b * a.y_bs + o * a.y_cs + t] = acc;
+  }
+}
+
 // Gather form of the transposed convolution: output t receives x[j] * w[k] for every
 // j * stride + k * dilation = t + padding; no zeros are inserted, no atomics are needed.
 __global__ void __launch_bounds__(kDirectThreads)
@@ -577,6 +603,22 @@ void launch_conv1d_direct(const Conv1dParams& p, TensorView<const float> x, cons
   a.pad = p.pad_left;
   a.mode = to_pad_mode(p.padding_mode);
   conv1d_direct_coalesced_kernel<<<grid_dim(a.items, kMaxGridX), kDirectThreads, 0, stream>>>(a);
+  check_launch(name, shape_text(p));
+}
+
+void launch_conv1d_direct_flat(const Conv1dParams& p, TensorView<const float> x, const float* w,
+                               const float* bias, TensorView<float> y, cudaStream_t stream,
+                               const char* name) {
+  DirectArgs a = make_args(x, w, bias, y, p.batch, p.out_channels, p.in_channels / p.groups,
+                           p.out_channels / p.groups, p.out_frames);
+  a.kernel_size = p.kernel_size;
+  a.stride = p.stride;
+  a.dilation = p.dilation;
+  a.pad = p.pad_left;
+  a.mode = to_pad_mode(p.padding_mode);
+  a.items = p.batch * p.out_channels * p.out_frames;
+  conv1d_direct_flat_kernel<<<grid_dim((a.items + kDirectThreads - 1) / kDirectThreads, kMaxGridX),
+                              kDirectThreads, 0, stream>>>(a);
   check_launch(name, shape_text(p));
 }
 

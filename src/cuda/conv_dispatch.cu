@@ -3,8 +3,8 @@
 // checks the launch. No device-wide synchronization, no allocation.
 //
 // Conv1d:
-//   batch * out * frames * in/groups * K <= 2^20 (tiny, e.g. a streaming chunk)
-//                                  -> conv1d_direct_coalesced
+//   out frames <= 128 and batch * out * frames * in/groups * K <= 2^22 (a streaming chunk)
+//                                  -> conv1d_direct_flat (one thread per output)
 //   K = 3, stride 1, dilation 1, in/groups >= 16, out/groups >= 32
 //                                  -> conv1d_winograd_f43_ffma
 //   out/groups <= 4 (depthwise, few outputs per group)
@@ -43,10 +43,10 @@ namespace convbank::detail::cuda {
 
 namespace {
 
-enum class Family { kDirect, kGemm, kGemm2, kWinograd, kNarrow, kSplitK };
+enum class Family { kDirect, kDirectFlat, kGemm, kGemm2, kWinograd, kNarrow, kSplitK };
 
-// Multiply-adds below which a Conv1d runs on the per-output direct kernel.
-constexpr std::int64_t kTinyConvFmas = std::int64_t{1} << 20;
+// Multiply-adds up to which a Conv1d of short rows runs one thread per output.
+constexpr std::int64_t kTinyConvFmas = std::int64_t{1} << 22;
 
 struct Choice {
   Family family;
@@ -196,11 +196,12 @@ GemmTile pick_tile(std::int64_t rows, std::int64_t cols, std::int64_t batch_grou
 Choice choose(const Conv1dParams& p) {
   const std::int64_t cin_g = p.in_channels / p.groups;
   const std::int64_t cout_g = p.out_channels / p.groups;
-  // Tiny problems (a streaming chunk): one thread per output beats any tiling, whose blocks
-  // would be few and mostly idle (1 -> 512 K16 s8 on 33 frames: 10 us as a GEMM).
+  // Short rows of little work (a streaming chunk): one thread per output beats the tiled
+  // kernels, whose 128-frame tiles would be mostly empty (1 -> 512 K16 s8 on 33 frames: 10 us
+  // as a GEMM, and 4096 near-empty blocks on the per-row direct kernel at batch 8).
   const std::int64_t outputs = p.batch * p.out_channels * p.out_frames;
-  if (outputs * cin_g * p.kernel_size <= kTinyConvFmas) {
-    return {Family::kDirect, GemmTile::k128x128, "conv1d_direct_coalesced"};
+  if (p.out_frames <= 128 && outputs * cin_g * p.kernel_size <= kTinyConvFmas) {
+    return {Family::kDirectFlat, GemmTile::k128x128, "conv1d_direct_flat"};
   }
   if (p.kernel_size == 3 && p.stride == 1 && p.dilation == 1 && cin_g >= 16 && cout_g >= 32) {
     return {Family::kWinograd, GemmTile::k128x128, "conv1d_winograd_f43_ffma"};
@@ -330,6 +331,9 @@ void conv1d(const Conv1dParams& p, TensorView<const float> input, const float* w
     case Family::kGemm2:
       launch_conv1d_gemm_v2(p, input, weight, bias, output, s, c.tile, c.name);
       break;
+    case Family::kDirectFlat:
+      launch_conv1d_direct_flat(p, input, weight, bias, output, s, c.name);
+      break;
     case Family::kDirect:
     case Family::kNarrow:
     case Family::kSplitK:
@@ -351,6 +355,7 @@ void conv_transpose1d(const ConvTranspose1dParams& p, TensorView<const float> in
       launch_conv_transpose1d_gemm(p, input, weight, bias, output, s, c.tile, c.name);
       break;
     case Family::kDirect:
+    case Family::kDirectFlat:
       launch_conv_transpose1d_direct(p, input, weight, bias, output, s, c.name);
       break;
     case Family::kNarrow:
