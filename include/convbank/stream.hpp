@@ -192,6 +192,8 @@ class StreamChain {
                  std::int64_t* frames_out) noexcept;
   Status flush(TensorView<float> out, std::int64_t* frames_out) noexcept;
   void reset() noexcept;
+  // Zeroes element `batch_index`'s carried frames in every stage: "as if it had received
+  // zeros" exactly when no stage before the last has a bias (docs/streaming.md).
   Status reset(std::int64_t batch_index) noexcept;
   // CUDA only: streams zeros in chunks of each length (a few calls each, to reach the steady
   // stride phases), so that their graphs are captured now instead of on first use; then
