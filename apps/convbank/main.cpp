@@ -16,6 +16,9 @@ int main(int argc, char** argv) {
   convbank::app::add_bench(app, commands);
   convbank::app::add_bench_stream(app, commands);
   convbank::app::add_compare(app, commands);
+#if defined(CONVBANK_WITH_SNDFILE)
+  convbank::app::add_snr(app, commands);
+#endif
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
