@@ -19,6 +19,9 @@ void add_bench_stream(CLI::App& app, std::vector<std::pair<CLI::App*, Runner>>& 
 // compare: max difference and relative L2 between two .npy tensors.
 void add_compare(CLI::App& app, std::vector<std::pair<CLI::App*, Runner>>& commands);
 
+// process, stream, analyze: audio files through a filter bank (builds with libsndfile only).
+void add_audio_tools(CLI::App& app, std::vector<std::pair<CLI::App*, Runner>>& commands);
+
 // snr: SNR in dB of audio files against a reference (builds with libsndfile only).
 void add_snr(CLI::App& app, std::vector<std::pair<CLI::App*, Runner>>& commands);
 

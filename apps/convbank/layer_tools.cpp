@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "app_util.hpp"
 #include "commands.hpp"
 #include "convbank/convbank.hpp"
 
@@ -143,36 +144,6 @@ std::string shape_text(const std::vector<std::int64_t>& shape) {
   return s + (shape.size() == 1 ? ",)" : ")");
 }
 
-// Refuses an --output that names one of the inputs, by path or (through links) by file.
-void refuse_overwrite(const std::string& output,
-                      const std::vector<std::pair<const char*, std::string>>& inputs) {
-  std::error_code ec;
-  const fs::path out = fs::weakly_canonical(output, ec);
-  for (const auto& [flag, path] : inputs) {
-    if (path.empty()) continue;
-    std::error_code ec_in, ec_same;
-    const fs::path in = fs::weakly_canonical(path, ec_in);
-    const bool same_path = !ec && !ec_in && out == in;
-    const bool same_file = fs::equivalent(output, path, ec_same) && !ec_same;
-    if (same_path || same_file) {
-      throw Error("--output '" + output + "' is the same file as " + flag + " '" + path +
-                  "'; refusing to overwrite an input");
-    }
-  }
-}
-
-Device parse_device(const std::string& text) {
-  if (text == "cpu") return Device::kCpu;
-  if (text == "cuda") {
-    // In a build without CUDA the library itself reports that, when the input moves there.
-    if (cuda_built() && !cuda_available()) {
-      throw Error("--device cuda: this convbank has the CUDA backend but no CUDA device is usable");
-    }
-    return Device::kCuda;
-  }
-  throw Error("--device must be cpu or cuda, got '" + text + "'");
-}
-
 void check_common(const LayerArgs& a) {
   if (a.groups < 1) throw Error("--groups must be >= 1, got " + std::to_string(a.groups));
   if (a.threads < 0) throw Error("--threads must be >= 0, got " + std::to_string(a.threads));
@@ -229,46 +200,11 @@ Tensor run_layer(const Layer& layer, const Tensor& input, Device device) {
   return layer.forward(input.to(device)).to(Device::kCpu);
 }
 
-// The output goes to "<output>.tmp-<pid>" and is renamed over <output> only once complete.
-class TemporaryOutput {
- public:
-  // Checks the directory up front, so a long run does not fail only at its end.
-  explicit TemporaryOutput(std::string path)
-      : path_(std::move(path)), temp_(path_ + ".tmp-" + std::to_string(::getpid())) {
-    const fs::path parent = fs::path(path_).parent_path();
-    std::error_code ec;
-    if (!parent.empty() && !fs::is_directory(parent, ec)) {
-      throw Error("--output '" + path_ + "': directory '" + parent.string() + "' does not exist");
-    }
-  }
-  ~TemporaryOutput() {
-    if (!committed_) {
-      std::error_code ignored;
-      fs::remove(temp_, ignored);
-    }
-  }
-  TemporaryOutput(const TemporaryOutput&) = delete;
-  TemporaryOutput& operator=(const TemporaryOutput&) = delete;
-
-  void write(const Tensor& tensor) {
-    io::write_npy(temp_, tensor);
-    if (std::rename(temp_.c_str(), path_.c_str()) != 0) {
-      throw Error("--output '" + path_ + "': cannot rename '" + temp_ +
-                  "' to it: " + std::strerror(errno));
-    }
-    committed_ = true;
-  }
-
- private:
-  std::string path_;
-  std::string temp_;
-  bool committed_ = false;
-};
-
 int run_conv1d(const LayerArgs& a) {
-  refuse_overwrite(a.output, {{"--input", a.input}, {"--weight", a.weight}, {"--bias", a.bias}});
+  refuse_overwrite(a.output, "--output",
+                   {{"--input", a.input}, {"--weight", a.weight}, {"--bias", a.bias}});
   check_common(a);
-  TemporaryOutput output(a.output);
+  TemporaryOutput output(a.output, "--output");
   const Device device = parse_device(a.device);
   Conv1dOptions o;
   o.stride = a.stride;
@@ -298,9 +234,10 @@ int run_conv1d(const LayerArgs& a) {
 }
 
 int run_conv_transpose1d(const LayerArgs& a) {
-  refuse_overwrite(a.output, {{"--input", a.input}, {"--weight", a.weight}, {"--bias", a.bias}});
+  refuse_overwrite(a.output, "--output",
+                   {{"--input", a.input}, {"--weight", a.weight}, {"--bias", a.bias}});
   check_common(a);
-  TemporaryOutput output(a.output);
+  TemporaryOutput output(a.output, "--output");
   const Device device = parse_device(a.device);
   ConvTranspose1dOptions o;
   o.stride = a.stride;

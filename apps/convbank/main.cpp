@@ -17,6 +17,7 @@ int main(int argc, char** argv) {
   convbank::app::add_bench_stream(app, commands);
   convbank::app::add_compare(app, commands);
 #if defined(CONVBANK_WITH_SNDFILE)
+  convbank::app::add_audio_tools(app, commands);
   convbank::app::add_snr(app, commands);
 #endif
   try {
