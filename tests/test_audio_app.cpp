@@ -173,6 +173,10 @@ TEST_CASE("audio app: failures print one error line and leave no file behind") {
                 {"process", in, out, "--preset",
                  "param_sinc:n_filters=16,kernel_size=65,stride=16,sample_rate=8000"},
                 "16000 Hz");
+  check_failure(dir,
+                {"process", kAudio + "speech_48k_mono_noisy.wav", out, "--weights", kModel,
+                 "--preset", "free:analysis=encoder.weight,stride=8"},
+                "is made for 16000 Hz");
   check_failure(dir, {"process", in, dir.file("missing/out.wav")}, "does not exist");
   check_failure(dir, {"process", in, dir.file("out.xyz")}, "unknown audio file extension");
   check_failure(dir, {"process", in, out, "--chunk", "0"}, "--chunk must be >= 1");
