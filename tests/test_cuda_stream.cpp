@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <memory>
 #include <random>
 #include <sstream>
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "convbank/conv.hpp"
+#include "convbank/filterbank.hpp"
 #include "convbank/runtime.hpp"
 #include "convbank/stream.hpp"
 #include "convbank/tensor.hpp"
@@ -346,4 +348,46 @@ TEST_CASE("cuda:stream prepare on CUDA rejects bad arguments and single layers s
   CHECK(frames == 0);
   CHECK(s.process(in.view(), out.view(), &frames) == Status::kOk);
   CHECK(frames == s.max_output_frames(256) - 1);
+}
+
+TEST_CASE("cuda:stream FilterBankStream on the GPU equals the CPU stream, every effect") {
+  SKIP_WITHOUT_CUDA();
+  std::mt19937_64 rng(31);
+  const auto bank = std::make_shared<convbank::FilterBank>(
+      convbank::FilterBank::from_spec("stft:n_fft=512,hop=128"));
+  std::normal_distribution<float> d(0.0f, 0.3f);
+  Tensor x(Shape{1, 2, 20000});
+  for (std::int64_t i = 0; i < x.numel(); ++i) x.data()[i] = d(rng);
+  for (const char* effect : {"none", "gain:0-20=-12", "denoise"}) {
+    CAPTURE(effect);
+    std::vector<float> got[2];
+    for (const Device device : {Device::kCpu, Device::kCuda}) {
+      convbank::FilterBankStream stream(bank, convbank::make_effect(effect, *bank, 16000));
+      stream.prepare(480, 2, 1, device);
+      Tensor out(Shape{1, 2, std::max(stream.max_output_frames(480), stream.max_flush_frames())});
+      std::vector<float>& g = got[device == Device::kCuda ? 1 : 0];
+      const auto keep = [&](std::int64_t n) {
+        for (std::int64_t c = 0; c < 2; ++c) {
+          g.insert(g.end(), out.view().channel(0, c), out.view().channel(0, c) + n);
+        }
+      };
+      for (std::int64_t at = 0; at < x.shape().frames; at += 480) {
+        const std::int64_t n = std::min<std::int64_t>(480, x.shape().frames - at);
+        std::int64_t produced = 0;
+        REQUIRE(stream.process(x.view().slice_frames(at, n), out.view(), &produced) == Status::kOk);
+        keep(produced);
+      }
+      std::int64_t produced = 0;
+      REQUIRE(stream.flush(out.view(), &produced) == Status::kOk);
+      keep(produced);
+    }
+    REQUIRE(got[0].size() == got[1].size());
+    double num = 0, den = 0;
+    for (std::size_t i = 0; i < got[0].size(); ++i) {
+      num += (got[0][i] - got[1][i]) * double(got[0][i] - got[1][i]);
+      den += got[0][i] * double(got[0][i]);
+    }
+    MESSAGE(effect, ": relative L2 GPU vs CPU stream ", std::sqrt(num / den));
+    CHECK(std::sqrt(num / den) <= 1e-5);
+  }
 }
