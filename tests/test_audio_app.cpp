@@ -9,6 +9,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -201,3 +202,45 @@ TEST_CASE("audio app: every audio subcommand has --help") {
 }
 
 #endif  // CONVBANK_WITH_SNDFILE
+
+#if defined(CONVBANK_WITH_SNDFILE) && !defined(__SANITIZE_ADDRESS__)
+#include <sys/resource.h>
+
+// An input far larger than the chunk: `process` must hold chunks, never the file. 20 minutes of
+// 16 kHz stereo is 154 MB as float32; the process' peak resident size must stay well below it.
+TEST_CASE("audio app: process keeps memory bounded by the chunk, not the file") {
+  if (!have_app()) return;
+  TempDir dir("audio-app-long");
+  const std::string in = dir.file("long.wav");
+  const std::int64_t frames = 20 * 60 * 16000;
+  {
+    convbank::io::AudioWriter w(in, {16000, 2, "wav", "pcm_16"});
+    std::mt19937 rng(1);
+    std::normal_distribution<float> d(0.0f, 0.1f);
+    Tensor chunk(Shape{1, 2, 1 << 16});
+    for (std::int64_t at = 0; at < frames; at += chunk.shape().frames) {
+      const std::int64_t n = std::min(chunk.shape().frames, frames - at);
+      for (std::int64_t i = 0; i < chunk.numel(); ++i) chunk.data()[i] = d(rng);
+      w.write(chunk.view().slice_frames(0, n));
+    }
+    w.close();
+  }
+  const std::string out = dir.file("long_out.wav");
+  std::vector<std::string> argv_strings = {CONVBANK_APP_PATH, "process", in, out, "--quiet"};
+  std::vector<char*> argv;
+  for (std::string& s : argv_strings) argv.push_back(s.data());
+  argv.push_back(nullptr);
+  pid_t pid = 0;
+  REQUIRE(posix_spawn(&pid, CONVBANK_APP_PATH, nullptr, nullptr, argv.data(), environ) == 0);
+  int status = 0;
+  rusage usage{};
+  REQUIRE(wait4(pid, &status, 0, &usage) == pid);
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+  const double peak_mb = static_cast<double>(usage.ru_maxrss) / 1024.0;  // ru_maxrss is in KiB
+  MESSAGE("peak resident size of process on 20 min of stereo audio: ", peak_mb, " MiB");
+  CHECK(peak_mb < 60.0);
+  convbank::io::AudioReader r(out);
+  CHECK(r.info().frames == frames);
+}
+#endif
