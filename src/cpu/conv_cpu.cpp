@@ -621,6 +621,7 @@ struct Conv1dWorkspacePlan {
   bool direct = false;
   std::int64_t block = 0;  // output frames per GEMM
   std::int64_t col_floats = 0;
+  std::int64_t y_floats = 0;  // the batch-folded GEMM's output (conv1d_workspace)
   GemmPlan gemm;
 };
 Conv1dWorkspacePlan plan_conv1d_workspace(const Conv1dParams& p) {
@@ -630,6 +631,7 @@ Conv1dWorkspacePlan plan_conv1d_workspace(const Conv1dParams& p) {
   const std::int64_t kc = p.in_channels / p.groups * p.kernel_size;
   plan.block = std::clamp<std::int64_t>(kWorkspaceColumnFloats / kc, 16, 512) / 16 * 16;
   plan.col_floats = round_up16(kc * plan.block);
+  plan.y_floats = round_up16(p.out_channels / p.groups * plan.block);
   // Eigen's column-major view of y = W * col is y^T = col^T * W^T: rows are output frames.
   plan.gemm = plan_gemm(plan.block, p.out_channels / p.groups, kc);
   return plan;
@@ -637,8 +639,10 @@ Conv1dWorkspacePlan plan_conv1d_workspace(const Conv1dParams& p) {
 
 struct TransposeWorkspacePlan {
   bool direct = false;
-  std::int64_t block = 0;  // output frames per GEMM
+  std::int64_t block = 0;       // output frames per GEMM
+  std::int64_t max_inputs = 0;  // GEMM columns at most
   std::int64_t col_floats = 0;
+  std::int64_t x_floats = 0;  // the batch-folded GEMM's packed input (conv_transpose1d_workspace)
   GemmPlan gemm;
 };
 TransposeWorkspacePlan plan_transpose_workspace(const ConvTranspose1dParams& p) {
@@ -650,7 +654,9 @@ TransposeWorkspacePlan plan_transpose_workspace(const ConvTranspose1dParams& p) 
   const std::int64_t block_inputs = std::clamp<std::int64_t>(kWorkspaceColumnFloats / ok, 16, 512);
   plan.block = block_inputs * p.stride;
   const std::int64_t max_inputs = block_inputs + reach + 1;
+  plan.max_inputs = max_inputs;
   plan.col_floats = round_up16(ok * max_inputs);
+  plan.x_floats = round_up16(p.in_channels / p.groups * max_inputs);
   plan.gemm = plan_gemm(max_inputs, ok, p.in_channels / p.groups);
   return plan;
 }
@@ -824,7 +830,7 @@ void conv_transpose1d(const ConvTranspose1dParams& p, TensorView<const float> in
 
 std::int64_t conv1d_workspace_floats(const Conv1dParams& p) {
   const Conv1dWorkspacePlan plan = plan_conv1d_workspace(p);
-  return plan.col_floats + plan.gemm.a_floats + plan.gemm.b_floats;
+  return plan.col_floats + plan.gemm.a_floats + plan.gemm.b_floats + plan.y_floats;
 }
 
 void conv1d_workspace(const Conv1dParams& p, TensorView<const float> x, const float* weight,
@@ -844,6 +850,41 @@ void conv1d_workspace(const Conv1dParams& p, TensorView<const float> x, const fl
   float* col = workspace;
   WorkspaceBlocking blocking(plan.gemm.kc, plan.gemm.mc, plan.gemm.nc, col + plan.col_floats,
                              col + plan.col_floats + plan.gemm.a_floats);
+  if (p.batch > 1 && p.batch * p.out_frames <= plan.block) {
+    // A streaming chunk of a few frames for several signals: one GEMM over the whole batch, so
+    // the weights (megabytes for a Fourier bank) pass through the cache once per call instead of
+    // once per signal. Same blocking, so each output sums in the same order as unfolded.
+    const std::int64_t tn = p.out_frames;
+    const std::int64_t n = p.batch * tn;
+    float* ybuf = col + plan.col_floats + plan.gemm.a_floats + plan.gemm.b_floats;
+    for (std::int64_t g = 0; g < p.groups; ++g) {
+      for (std::int64_t b = 0; b < p.batch; ++b) {
+        for (std::int64_t c = 0; c < cg; ++c) {
+          const float* xr = x.channel(b, g * cg + c);
+          for (std::int64_t k = 0; k < p.kernel_size; ++k) {
+            float* dst = col + (c * p.kernel_size + k) * n + b * tn;
+            const std::int64_t offset = k * p.dilation - p.pad_left;
+            const Range r = valid_outputs(offset, p.stride, x.frames(), 0, tn);
+            std::fill(dst, dst + r.begin, 0.0f);
+            for (std::int64_t j = r.begin; j < r.end; ++j) dst[j] = xr[j * p.stride + offset];
+            std::fill(dst + r.end, dst + tn, 0.0f);
+          }
+        }
+      }
+      std::fill(ybuf, ybuf + og * n, 0.0f);
+      RowMajorGemm<Eigen::RowMajor, Eigen::RowMajor>::run(og, n, kc, weight + g * og * kc, kc, col,
+                                                          n, ybuf, 1, n, 1.0f, blocking);
+      for (std::int64_t b = 0; b < p.batch; ++b) {
+        for (std::int64_t o = 0; o < og; ++o) {
+          float* row = out.channel(b, g * og + o);
+          const float* src = ybuf + o * n + b * tn;
+          const float b0 = bias != nullptr ? bias[g * og + o] : 0.0f;
+          for (std::int64_t t = 0; t < tn; ++t) row[t] = bias != nullptr ? src[t] + b0 : src[t];
+        }
+      }
+    }
+    return;
+  }
   for (std::int64_t b = 0; b < p.batch; ++b) {
     for (std::int64_t g = 0; g < p.groups; ++g) {
       for (std::int64_t t0 = 0; t0 < p.out_frames; t0 += plan.block) {
@@ -880,7 +921,7 @@ void conv1d_workspace(const Conv1dParams& p, TensorView<const float> x, const fl
 
 std::int64_t conv_transpose1d_workspace_floats(const ConvTranspose1dParams& p) {
   const TransposeWorkspacePlan plan = plan_transpose_workspace(p);
-  return plan.col_floats + plan.gemm.a_floats + plan.gemm.b_floats;
+  return plan.col_floats + plan.gemm.a_floats + plan.gemm.b_floats + plan.x_floats;
 }
 
 void conv_transpose1d_workspace(const ConvTranspose1dParams& p, TensorView<const float> x,
@@ -901,6 +942,44 @@ void conv_transpose1d_workspace(const ConvTranspose1dParams& p, TensorView<const
   float* col = workspace;
   WorkspaceBlocking blocking(plan.gemm.kc, plan.gemm.mc, plan.gemm.nc, col + plan.col_floats,
                              col + plan.col_floats + plan.gemm.a_floats);
+  const std::int64_t f_lo =
+      std::max<std::int64_t>(0, ceil_div(p.padding - p.dilation * (p.kernel_size - 1), p.stride));
+  const std::int64_t f_hi =
+      std::min(x.frames(), floor_div(p.out_frames - 1 + p.padding, p.stride) + 1);
+  if (p.batch > 1 && p.out_frames <= plan.block && f_lo < f_hi &&
+      p.batch * (f_hi - f_lo) <= plan.max_inputs) {
+    // As in conv1d_workspace: a streaming chunk for several signals as one GEMM, the inputs of
+    // the batch packed side by side, then each signal's columns added into place.
+    const std::int64_t ni = f_hi - f_lo;
+    const std::int64_t n = p.batch * ni;
+    float* xp = col + plan.col_floats + plan.gemm.a_floats + plan.gemm.b_floats;
+    for (std::int64_t g = 0; g < p.groups; ++g) {
+      for (std::int64_t c = 0; c < cg; ++c) {
+        for (std::int64_t b = 0; b < p.batch; ++b) {
+          std::memcpy(xp + c * n + b * ni, x.channel(b, g * cg + c) + f_lo,
+                      static_cast<std::size_t>(ni) * sizeof(float));
+        }
+      }
+      std::fill(col, col + ok * n, 0.0f);
+      RowMajorGemm<Eigen::ColMajor, Eigen::RowMajor>::run(ok, n, cg, weight + g * cg * ok, ok, xp,
+                                                          n, col, 1, n, 1.0f, blocking);
+      for (std::int64_t b = 0; b < p.batch; ++b) {
+        for (std::int64_t o = 0; o < og; ++o) {
+          float* y = out.channel(b, g * og + o);
+          fill_bias(y, p.out_frames, bias, g * og + o);
+          for (std::int64_t k = 0; k < p.kernel_size; ++k) {
+            const float* cr = col + (o * p.kernel_size + k) * n + b * ni;
+            const std::int64_t shift = k * p.dilation - p.padding;
+            const std::int64_t i0 = std::max(f_lo, ceil_div(-shift, p.stride));
+            const std::int64_t i1 =
+                std::min(f_hi, floor_div(p.out_frames - 1 - shift, p.stride) + 1);
+            for (std::int64_t i = i0; i < i1; ++i) y[i * p.stride + shift] += cr[i - f_lo];
+          }
+        }
+      }
+    }
+    return;
+  }
   for (std::int64_t b = 0; b < p.batch; ++b) {
     for (std::int64_t g = 0; g < p.groups; ++g) {
       for (std::int64_t t0 = 0; t0 < p.out_frames; t0 += plan.block) {
