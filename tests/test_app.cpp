@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "app_helpers.hpp"
 #include "convbank/conv.hpp"
 #include "convbank/io/npy.hpp"
 #include "convbank/runtime.hpp"
@@ -33,68 +34,10 @@ namespace io = convbank::io;
 
 constexpr const char* kApp = CONVBANK_APP_PATH;
 
-class TempDir {
- public:
-  explicit TempDir(const std::string& tag) {
-    static std::atomic<int> counter{0};
-    path_ =
-        fs::temp_directory_path() / ("convbank-test-app-" + tag + "-" + std::to_string(::getpid()) +
-                                     "-" + std::to_string(counter++));
-    fs::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  std::string file(const std::string& name) const { return (path_ / name).string(); }
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
-
-std::string read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
-struct Run {
-  int exit_code = -1;
-  std::string out;
-  std::string err;
-};
-
-// Runs the app with `args`, capturing stdout and stderr through files in a directory of their
-// own (the tests inspect the output directory, so the logs must not land there).
-Run run_app(const std::vector<std::string>& args) {
-  TempDir logs("logs");
-  const std::string out_path = logs.file("stdout.txt");
-  const std::string err_path = logs.file("stderr.txt");
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
-                                   0644);
-  posix_spawn_file_actions_addopen(&actions, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
-                                   0644);
-  std::vector<std::string> argv_strings = {kApp};
-  argv_strings.insert(argv_strings.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (std::string& s : argv_strings) argv.push_back(s.data());
-  argv.push_back(nullptr);
-  pid_t pid = 0;
-  const int spawn_rc = posix_spawn(&pid, kApp, &actions, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  REQUIRE_MESSAGE(spawn_rc == 0, "posix_spawn failed: " << std::strerror(spawn_rc));
-  int status = 0;
-  REQUIRE(waitpid(pid, &status, 0) == pid);
-  Run run;
-  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  run.out = read_text(out_path);
-  run.err = read_text(err_path);
-  return run;
-}
+using app_test::read_text;
+using app_test::Run;
+using app_test::run_app;
+using app_test::TempDir;
 
 bool have_app() {
   if (std::string(kApp).empty()) {
@@ -359,10 +302,10 @@ TEST_CASE("app: failures print one error line and leave no output or temporary f
     check_failure(f, conv({"--input", f.file("x3.npy")}, nowhere),
                   "directory '" + f.file("no_dir") + "' does not exist", nowhere);
   }
-  SUBCASE("output is a directory: fails at the rename, after the temporary file was written") {
+  SUBCASE("output is a directory: refused before any work") {
     const std::string dir_out = f.file("y_dir.npy");
     fs::create_directories(dir_out);
-    check_failure(f, conv({"--input", f.file("x3.npy")}, dir_out), "cannot rename", dir_out);
+    check_failure(f, conv({"--input", f.file("x3.npy")}, dir_out), "is a directory", dir_out);
   }
 }
 

@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "app_helpers.hpp"
 #include "convbank/conv.hpp"
 #include "convbank/io/npy.hpp"
 #include "convbank/tensor.hpp"
@@ -155,65 +156,15 @@ std::vector<float> read_all(const std::string& path, int* channels = nullptr) {
   return all;
 }
 
-class TempDir {
+using app_test::read_text;
+using app_test::Run;
+using app_test::run_app;
+
+// Each test's own directory.
+class TempDir : public app_test::TempDir {
  public:
-  TempDir() {
-    static std::atomic<int> counter{0};
-    path_ = fs::temp_directory_path() /
-            ("convbank-test-data-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
-    fs::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  std::string file(const std::string& name) const { return (path_ / name).string(); }
-
- private:
-  fs::path path_;
+  TempDir() : app_test::TempDir("test-data") {}
 };
-
-std::string read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
-struct Run {
-  int exit_code = -1;
-  std::string out;
-  std::string err;
-};
-
-Run run_app(const std::vector<std::string>& args) {
-  const std::string app = CONVBANK_APP_PATH;
-  TempDir logs;
-  const std::string out_path = logs.file("stdout.txt");
-  const std::string err_path = logs.file("stderr.txt");
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
-                                   0644);
-  posix_spawn_file_actions_addopen(&actions, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
-                                   0644);
-  std::vector<std::string> argv_strings = {app};
-  argv_strings.insert(argv_strings.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (std::string& s : argv_strings) argv.push_back(s.data());
-  argv.push_back(nullptr);
-  pid_t pid = 0;
-  const int spawn_rc = posix_spawn(&pid, app.c_str(), &actions, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  REQUIRE_MESSAGE(spawn_rc == 0, "posix_spawn failed: " << std::strerror(spawn_rc));
-  int status = 0;
-  REQUIRE(waitpid(pid, &status, 0) == pid);
-  Run run;
-  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  run.out = read_text(out_path);
-  run.err = read_text(err_path);
-  return run;
-}
 
 bool have_app() {
   if (std::string(CONVBANK_APP_PATH).empty()) {
