@@ -17,6 +17,7 @@
 #include <system_error>
 
 #include "convbank/error.hpp"
+#include "io/file.hpp"
 
 namespace convbank::io {
 
@@ -351,39 +352,11 @@ void convert(DType dtype, const unsigned char* src, std::size_t count, float* ds
   }
 }
 
-// std::FILE with the error reporting every read and write here needs.
-class File {
- public:
-  File(const std::string& path, const char* mode) : file_(std::fopen(path.c_str(), mode)) {}
-  ~File() {
-    if (file_ != nullptr) std::fclose(file_);
-  }
-  File(const File&) = delete;
-  File& operator=(const File&) = delete;
-
-  std::FILE* get() const { return file_; }
-  std::string error_text() const { return errno != 0 ? std::strerror(errno) : "unknown I/O error"; }
-  // Closes and reports whether buffered data reached the file.
-  bool close() {
-    const int rc = std::fclose(file_);
-    file_ = nullptr;
-    return rc == 0;
-  }
-
- private:
-  std::FILE* file_;
-};
+using detail::File;
 
 void read_exact(File& file, void* dst, std::size_t bytes, const std::string& path,
                 const char* what) {
-  errno = 0;
-  const std::size_t got = std::fread(dst, 1, bytes, file.get());
-  if (got != bytes) {
-    const bool io_error = std::ferror(file.get()) != 0;
-    fail(path, std::string("short read of ") + what + ": expected " + std::to_string(bytes) +
-                   " bytes, got " + std::to_string(got) +
-                   (io_error ? " (" + file.error_text() + ")" : " (file changed while reading?)"));
-  }
+  detail::read_exact(file, dst, bytes, "NPY", path, what);
 }
 
 // Opens `path` and reads and validates its header; leaves the file positioned at the data.
