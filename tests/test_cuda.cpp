@@ -18,6 +18,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 #include "../src/cuda/dispatch.hpp"
@@ -738,8 +739,24 @@ int value_class(double v) {
   return 0;
 }
 
+enum class Data {
+  kNonFinite,     // NaN and +Inf at a few input positions
+  kDynamicRange,  // |x| and |w| log-uniform in [1e-6, 1e3], random signs
+};
+
+// Values whose magnitudes span nine decades, as real signals and trained weights can.
+void spread_magnitudes(Tensor& t, std::mt19937_64& rng) {
+  std::uniform_real_distribution<double> decade(-6.0, 3.0);
+  std::bernoulli_distribution negative(0.5);
+  for (std::int64_t i = 0; i < t.numel(); ++i) {
+    const double m = std::pow(10.0, decade(rng));
+    t.data()[i] = static_cast<float>(negative(rng) ? -m : m);
+  }
+}
+
 template <class Layer, class Options>
-void check_nonfinite(const Options& o, std::int64_t n, std::int64_t frames, std::uint64_t seed) {
+void check_special(const Options& o, std::int64_t n, std::int64_t frames, std::uint64_t seed,
+                   Data data) {
   Layer layer(o);
   const Shape in_shape{n, o.in_channels, frames};
   const Shape out_shape = layer.output_shape(in_shape);
@@ -747,18 +764,23 @@ void check_nonfinite(const Options& o, std::int64_t n, std::int64_t frames, std:
   CAPTURE(config);
   std::mt19937_64 rng(seed);
   Tensor xt = oracle::to_tensor(oracle::random_array(in_shape, rng));
-  // A few NaN and +Inf, in different batches, channels and tiles (one near each end).
-  const float nan = std::numeric_limits<float>::quiet_NaN();
-  const float inf = std::numeric_limits<float>::infinity();
-  const std::int64_t C = o.in_channels;
-  xt(0, 0, std::min<std::int64_t>(frames - 1, 5)) = nan;
-  xt(n - 1, C / 2, frames / 2) = inf;
-  xt(0, C - 1, std::max<std::int64_t>(0, frames - 3)) = inf;
-  xt(n - 1, 0, frames / 3) = nan;
+  if (data == Data::kNonFinite) {
+    // A few NaN and +Inf, in different batches, channels and tiles (one near each end).
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    const float inf = std::numeric_limits<float>::infinity();
+    const std::int64_t C = o.in_channels;
+    xt(0, 0, std::min<std::int64_t>(frames - 1, 5)) = nan;
+    xt(n - 1, C / 2, frames / 2) = inf;
+    xt(0, C - 1, std::max<std::int64_t>(0, frames - 3)) = inf;
+    xt(n - 1, 0, frames / 3) = nan;
+  } else {
+    spread_magnitudes(xt, rng);
+  }
   const oracle::Array xa = oracle::from_tensor(xt);
   oracle::Array wa =
       oracle::random_array(weight_shape(o), rng, 1.0 / std::sqrt(static_cast<double>(fan_in(o))));
   Tensor wt = oracle::to_tensor(wa);
+  if (data == Data::kDynamicRange) spread_magnitudes(wt, rng);
   wa = oracle::from_tensor(wt);
   layer.set_weight(wt.view());
   std::vector<double> bias;
@@ -789,24 +811,23 @@ void check_nonfinite(const Options& o, std::int64_t n, std::int64_t frames, std:
     }
   }
   const double err = std::sqrt(num / den);
-  MESSAGE("non-finite: ", kernel, ": ", nonfinite, " non-finite outputs, ", mismatched,
+  const char* what = data == Data::kNonFinite ? "non-finite: " : "dynamic range: ";
+  MESSAGE(what, kernel, ": ", nonfinite, " non-finite outputs, ", mismatched,
           " class mismatches, relative L2 of the rest ", err);
-  CHECK(nonfinite > 0);
+  CHECK((data == Data::kNonFinite) == (nonfinite > 0));
   CHECK_MESSAGE(mismatched == 0, mismatched, " outputs differ in class (NaN/+Inf/-Inf/finite)");
   CHECK(err <= kTolerance);
 }
 
 }  // namespace
 
-TEST_CASE("cuda:sanitize NaN/Inf inputs reach exactly the outputs whose window holds them") {
-  CUDA_OR_SKIP();
-  std::uint64_t seed = 4242;
-  std::set<std::string> kernels;
-  auto note = [&](const auto& layer, const Shape& in) { kernels.insert(kernel_of(layer, in)); };
+// One configuration per kernel family (the dispatcher's table in conv_dispatch.cu), for the
+// tests that check special data on every family: run(options, batch, frames).
+template <class Run>
+void for_each_kernel_family(Run&& run) {
   {
     const Conv1dOptions o{.in_channels = 24, .out_channels = 64, .kernel_size = 3, .padding = 1};
-    note(Conv1d(o), Shape{2, 24, 300});
-    check_nonfinite<Conv1d>(o, 2, 300, seed++);
+    run(o, 2, 300);
   }
   {
     const Conv1dOptions o{.in_channels = 16,
@@ -814,29 +835,24 @@ TEST_CASE("cuda:sanitize NaN/Inf inputs reach exactly the outputs whose window h
                           .kernel_size = 3,
                           .padding = Padding::same(),
                           .padding_mode = PaddingMode::kReflect};
-    note(Conv1d(o), Shape{2, 16, 200});
-    check_nonfinite<Conv1d>(o, 2, 200, seed++);
+    run(o, 2, 200);
   }
   {
     const ConvTranspose1dOptions o{
         .in_channels = 16, .out_channels = 48, .kernel_size = 3, .stride = 1, .padding = 1};
-    note(ConvTranspose1d(o), Shape{2, 16, 260});
-    check_nonfinite<ConvTranspose1d>(o, 2, 260, seed++);
+    run(o, 2, 260);
   }
   {
     const Conv1dOptions o{.in_channels = 12, .out_channels = 40, .kernel_size = 5, .padding = 2};
-    note(Conv1d(o), Shape{2, 12, 300});
-    check_nonfinite<Conv1d>(o, 2, 300, seed++);
+    run(o, 2, 300);
   }
   {  // pointwise: the GEMM v2 core's 16-byte B copies (aligned rows) and their ragged tail
     const Conv1dOptions o{.in_channels = 40, .out_channels = 72, .kernel_size = 1};
-    note(Conv1d(o), Shape{2, 40, 301});
-    check_nonfinite<Conv1d>(o, 2, 301, seed++);
+    run(o, 2, 301);
   }
   {
     const Conv1dOptions o{.in_channels = 1, .out_channels = 70, .kernel_size = 64, .stride = 16};
-    note(Conv1d(o), Shape{2, 1, 700});
-    check_nonfinite<Conv1d>(o, 2, 700, seed++);
+    run(o, 2, 700);
   }
   {
     const Conv1dOptions o{.in_channels = 8,
@@ -845,44 +861,63 @@ TEST_CASE("cuda:sanitize NaN/Inf inputs reach exactly the outputs whose window h
                           .padding = 8,
                           .dilation = 8,
                           .groups = 8};
-    note(Conv1d(o), Shape{2, 8, 300});
-    check_nonfinite<Conv1d>(o, 2, 300, seed++);
+    run(o, 2, 300);
   }
   {
     const ConvTranspose1dOptions o{
         .in_channels = 64, .out_channels = 1, .kernel_size = 16, .stride = 8, .padding = 0};
-    note(ConvTranspose1d(o), Shape{2, 64, 300});
-    check_nonfinite<ConvTranspose1d>(o, 2, 300, seed++);
+    run(o, 2, 300);
   }
   {
     const ConvTranspose1dOptions o{
         .in_channels = 20, .out_channels = 1, .kernel_size = 128, .stride = 32, .padding = 3};
-    note(ConvTranspose1d(o), Shape{2, 20, 70});
-    check_nonfinite<ConvTranspose1d>(o, 2, 70, seed++);
+    run(o, 2, 70);
   }
   {  // phase GEMM split over a cluster (sm_90+)
     const ConvTranspose1dOptions o{
         .in_channels = 96, .out_channels = 1, .kernel_size = 128, .stride = 32, .padding = 5};
-    note(ConvTranspose1d(o), Shape{2, 96, 70});
-    check_nonfinite<ConvTranspose1d>(o, 2, 70, seed++);
+    run(o, 2, 70);
   }
   {
     const ConvTranspose1dOptions o{
         .in_channels = 16, .out_channels = 12, .kernel_size = 4, .stride = 2, .padding = 1};
-    note(ConvTranspose1d(o), Shape{2, 16, 150});
-    check_nonfinite<ConvTranspose1d>(o, 2, 150, seed++);
+    run(o, 2, 150);
   }
   {  // K not a multiple of the stride: polyphase GEMM tiles with missing taps
     const ConvTranspose1dOptions o{
         .in_channels = 16, .out_channels = 12, .kernel_size = 5, .stride = 2, .padding = 1};
-    note(ConvTranspose1d(o), Shape{2, 16, 150});
-    check_nonfinite<ConvTranspose1d>(o, 2, 150, seed++);
+    run(o, 2, 150);
   }
   {  // ... and the narrow polyphase kernel's last tap
     const ConvTranspose1dOptions o{
         .in_channels = 16, .out_channels = 1, .kernel_size = 5, .stride = 2, .padding = 0};
-    note(ConvTranspose1d(o), Shape{2, 16, 150});
-    check_nonfinite<ConvTranspose1d>(o, 2, 150, seed++);
+    run(o, 2, 150);
   }
+}
+
+template <class Options>
+using LayerOf = std::conditional_t<std::is_same_v<Options, Conv1dOptions>, Conv1d, ConvTranspose1d>;
+
+TEST_CASE("cuda:sanitize NaN/Inf inputs reach exactly the outputs whose window holds them") {
+  CUDA_OR_SKIP();
+  std::uint64_t seed = 4242;
+  std::set<std::string> kernels;
+  for_each_kernel_family([&](const auto& o, std::int64_t n, std::int64_t frames) {
+    using Layer = LayerOf<std::decay_t<decltype(o)>>;
+    kernels.insert(kernel_of(Layer(o), Shape{n, o.in_channels, frames}));
+    check_special<Layer>(o, n, frames, seed++, Data::kNonFinite);
+  });
   MESSAGE("non-finite check ran: ", join(kernels));
+}
+
+TEST_CASE("cuda: inputs and weights from 1e-6 to 1e3 in magnitude, every kernel family") {
+  CUDA_OR_SKIP();
+  std::uint64_t seed = 777;
+  std::set<std::string> kernels;
+  for_each_kernel_family([&](const auto& o, std::int64_t n, std::int64_t frames) {
+    using Layer = LayerOf<std::decay_t<decltype(o)>>;
+    kernels.insert(kernel_of(Layer(o), Shape{n, o.in_channels, frames}));
+    check_special<Layer>(o, n, frames, seed++, Data::kDynamicRange);
+  });
+  MESSAGE("dynamic-range check ran: ", join(kernels));
 }
