@@ -811,7 +811,7 @@ void check_special(const Options& o, std::int64_t n, std::int64_t frames, std::u
     }
   }
   const double err = std::sqrt(num / den);
-  const char* what = data == Data::kNonFinite ? "non-finite: " : "dynamic range: ";
+  const std::string what = data == Data::kNonFinite ? "non-finite: " : "dynamic range: ";
   MESSAGE(what, kernel, ": ", nonfinite, " non-finite outputs, ", mismatched,
           " class mismatches, relative L2 of the rest ", err);
   CHECK((data == Data::kNonFinite) == (nonfinite > 0));
