@@ -56,7 +56,22 @@ std::string shape_text(const Conv1dParams& p);
 std::string shape_text(const ConvTranspose1dParams& p);
 
 // Throws convbank::Error naming the kernel and the shape when the launch just made failed.
-void check_launch(const char* kernel, const std::string& shape);
+// A call's shape for error messages, formatted only when one is thrown: a launch inside a
+// stream's process() must not allocate.
+class LaunchShape {
+ public:
+  LaunchShape(const Conv1dParams& p) : conv_(&p) {}  // NOLINT(google-explicit-constructor)
+  LaunchShape(const ConvTranspose1dParams& p)
+      : transpose_(&p) {}  // NOLINT(google-explicit-constructor)
+  std::string text() const {
+    return conv_ != nullptr ? shape_text(*conv_) : shape_text(*transpose_);
+  }
+
+ private:
+  const Conv1dParams* conv_ = nullptr;
+  const ConvTranspose1dParams* transpose_ = nullptr;
+};
+void check_launch(const char* kernel, const LaunchShape& shape);
 void check_cuda(cudaError_t status, const char* what);
 
 inline int num_sms() {

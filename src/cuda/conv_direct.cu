@@ -493,7 +493,7 @@ void launch_conv_transpose1d_narrow(const ConvTranspose1dParams& p, TensorView<c
   } else {
     conv_transpose1d_polyphase_narrow_kernel<4><<<grid, kNarrowThreads, 0, stream>>>(a);
   }
-  check_launch(name, shape_text(p));
+  check_launch(name, p);
 }
 
 bool conv_transpose1d_splitk_supported(const ConvTranspose1dParams& p) {
@@ -570,7 +570,7 @@ void launch_conv_transpose1d_splitk(const ConvTranspose1dParams& p, TensorView<c
   } else {
     conv_transpose1d_polyphase_splitk_kernel<4, 4, false><<<grid, kSplitThreads, 0, stream>>>(a);
   }
-  check_launch(name, shape_text(p));
+  check_launch(name, p);
 }
 
 int splitk_cluster_size(const ConvTranspose1dParams& p) {
@@ -603,7 +603,7 @@ void launch_conv1d_direct(const Conv1dParams& p, TensorView<const float> x, cons
   a.pad = p.pad_left;
   a.mode = to_pad_mode(p.padding_mode);
   conv1d_direct_coalesced_kernel<<<grid_dim(a.items, kMaxGridX), kDirectThreads, 0, stream>>>(a);
-  check_launch(name, shape_text(p));
+  check_launch(name, p);
 }
 
 void launch_conv1d_direct_flat(const Conv1dParams& p, TensorView<const float> x, const float* w,
@@ -619,7 +619,7 @@ void launch_conv1d_direct_flat(const Conv1dParams& p, TensorView<const float> x,
   a.items = p.batch * p.out_channels * p.out_frames;
   conv1d_direct_flat_kernel<<<grid_dim((a.items + kDirectThreads - 1) / kDirectThreads, kMaxGridX),
                               kDirectThreads, 0, stream>>>(a);
-  check_launch(name, shape_text(p));
+  check_launch(name, p);
 }
 
 void launch_conv_transpose1d_direct(const ConvTranspose1dParams& p, TensorView<const float> x,
@@ -634,7 +634,7 @@ void launch_conv_transpose1d_direct(const ConvTranspose1dParams& p, TensorView<c
   a.mode = kPadZeros;
   conv_transpose1d_direct_gather_kernel<<<grid_dim(a.items, kMaxGridX), kDirectThreads, 0,
                                           stream>>>(a);
-  check_launch(name, shape_text(p));
+  check_launch(name, p);
 }
 
 }  // namespace convbank::detail::cuda

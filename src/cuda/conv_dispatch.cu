@@ -302,11 +302,11 @@ void check_cuda(cudaError_t status, const char* what) {
   }
 }
 
-void check_launch(const char* kernel, const std::string& shape) {
+void check_launch(const char* kernel, const LaunchShape& shape) {
   const cudaError_t status = cudaGetLastError();
   if (status != cudaSuccess) {
-    throw Error(std::string("CUDA: kernel ") + kernel + " failed to launch for " + shape + ": " +
-                cudaGetErrorName(status) + " (" + cudaGetErrorString(status) + ")");
+    throw Error(std::string("CUDA: kernel ") + kernel + " failed to launch for " + shape.text() +
+                ": " + cudaGetErrorName(status) + " (" + cudaGetErrorString(status) + ")");
   }
 }
 

@@ -297,7 +297,7 @@ __global__ void __launch_bounds__((BM / TM) * (BN / TN), (BM / TM) * (BN / TN) >
 }
 
 template <int BM, int BN, int TM, int TN, bool Transposed>
-void launch_tile(GemmArgs a, cudaStream_t stream, const char* name, const std::string& shape) {
+void launch_tile(GemmArgs a, cudaStream_t stream, const char* name, const LaunchShape& shape) {
   constexpr int NT = (BM / TM) * (BN / TN);
   a.row_tiles = (a.rows + BM - 1) / BM;
   a.col_tiles = (a.cols + BN - 1) / BN;
@@ -309,7 +309,7 @@ void launch_tile(GemmArgs a, cudaStream_t stream, const char* name, const std::s
 
 template <bool Transposed>
 void launch_any(const GemmArgs& a, GemmTile tile, cudaStream_t stream, const char* name,
-                const std::string& shape) {
+                const LaunchShape& shape) {
   switch (tile) {
     case GemmTile::k128x128:
       launch_tile<128, 128, 8, 8, Transposed>(a, stream, name, shape);
@@ -371,7 +371,7 @@ void launch_conv1d_gemm(const Conv1dParams& p, TensorView<const float> x, const 
   a.cols = p.out_frames;
   finish_reduction(a);
   a.b_kfast = (p.stride >= 4 && !a.tap_outer) ? 1 : 0;
-  launch_any<false>(a, tile, stream, name, shape_text(p));
+  launch_any<false>(a, tile, stream, name, p);
 }
 
 void launch_conv_transpose1d_gemm(const ConvTranspose1dParams& p, TensorView<const float> x,
@@ -402,7 +402,7 @@ void launch_conv_transpose1d_gemm(const ConvTranspose1dParams& p, TensorView<con
   finish_reduction(a);
   a.b_kfast = 0;
   if (a.P != 1) a.vec_store = 0;
-  launch_any<true>(a, tile, stream, name, shape_text(p));
+  launch_any<true>(a, tile, stream, name, p);
 }
 
 }  // namespace convbank::detail::cuda

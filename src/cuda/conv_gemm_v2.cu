@@ -590,7 +590,7 @@ bool use_pipe_core() {
 }
 
 template <int BM, int BN, int TM, int TN, bool Transposed>
-void launch_tile(Gemm2Args a, cudaStream_t stream, const char* name, const std::string& shape) {
+void launch_tile(Gemm2Args a, cudaStream_t stream, const char* name, const LaunchShape& shape) {
   constexpr int NT = (BM / TM) * (BN / TN);
   a.row_tiles = (a.M + BM - 1) / BM;
   a.col_tiles = (a.N + BN - 1) / BN;
@@ -619,8 +619,8 @@ void launch_tile(Gemm2Args a, cudaStream_t stream, const char* name, const std::
               : cudaLaunchKernelEx(&cfg, conv_gemm_v2_kernel<BM, BN, TM, TN, true, false, true>, a);
       if (st != cudaSuccess) {
         cudaGetLastError();  // clear it; report it with the kernel and the shape
-        throw Error(std::string("CUDA: kernel ") + name + " failed to launch for " + shape + ": " +
-                    cudaGetErrorName(st) + " (" + cudaGetErrorString(st) + ")");
+        throw Error(std::string("CUDA: kernel ") + name + " failed to launch for " + shape.text() +
+                    ": " + cudaGetErrorName(st) + " (" + cudaGetErrorString(st) + ")");
       }
       check_launch(name, shape);
       return;
@@ -646,7 +646,7 @@ void launch_tile(Gemm2Args a, cudaStream_t stream, const char* name, const std::
 
 template <bool Transposed>
 void launch_any(const Gemm2Args& a, GemmTile tile, cudaStream_t stream, const char* name,
-                const std::string& shape) {
+                const LaunchShape& shape) {
   switch (tile) {
     case GemmTile::k128x128:
       launch_tile<128, 128, 8, 8, Transposed>(a, stream, name, shape);
@@ -729,7 +729,7 @@ void launch_conv1d_gemm_v2(const Conv1dParams& p, TensorView<const float> x, con
   a.P = 0;
   a.b_kfast = p.stride >= 4 ? 1 : 0;
   a.steps = (a.R + kBK - 1) / kBK;
-  launch_any<false>(a, tile, stream, name, shape_text(p));
+  launch_any<false>(a, tile, stream, name, p);
 }
 
 void launch_conv_transpose1d_gemm_v2(const ConvTranspose1dParams& p, TensorView<const float> x,
@@ -759,7 +759,7 @@ void launch_conv_transpose1d_gemm_v2(const ConvTranspose1dParams& p, TensorView<
   a.vec_store = 0;
   a.steps = (a.R + kBK - 1) / kBK;
   a.split = split < 1 ? 1 : (split > kMaxSplit ? kMaxSplit : split);
-  launch_any<true>(a, tile, stream, name, shape_text(p));
+  launch_any<true>(a, tile, stream, name, p);
 }
 
 }  // namespace convbank::detail::cuda

@@ -313,7 +313,7 @@ __global__ void __launch_bounds__(kWThreads, 2) conv1d_winograd_f43_kernel(WinoA
 }
 
 template <bool Transposed>
-void launch(WinoArgs a, cudaStream_t stream, const char* name, const std::string& shape) {
+void launch(WinoArgs a, cudaStream_t stream, const char* name, const LaunchShape& shape) {
   constexpr int bytes = kSmemFloats * static_cast<int>(sizeof(float));
   static const cudaError_t attr = cudaFuncSetAttribute(
       conv1d_winograd_f43_kernel<Transposed>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
@@ -357,7 +357,7 @@ void launch_conv1d_winograd(const Conv1dParams& p, TensorView<const float> x, co
   WinoArgs a = common_args(x, w, bias, y, p.batch, p.groups, p.in_channels, p.out_channels);
   a.in_offset = -p.pad_left;
   a.mode = to_pad_mode(p.padding_mode);
-  launch<false>(a, stream, name, shape_text(p));
+  launch<false>(a, stream, name, p);
 }
 
 void launch_conv_transpose1d_winograd(const ConvTranspose1dParams& p, TensorView<const float> x,
@@ -367,7 +367,7 @@ void launch_conv_transpose1d_winograd(const ConvTranspose1dParams& p, TensorView
   // y[t] = sum_k x[t + padding - k] w[k] = sum_k' x[t + (padding - 2) + k'] w[2 - k'].
   a.in_offset = p.padding - 2;
   a.mode = kPadZeros;
-  launch<true>(a, stream, name, shape_text(p));
+  launch<true>(a, stream, name, p);
 }
 
 }  // namespace convbank::detail::cuda

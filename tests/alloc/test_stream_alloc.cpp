@@ -290,3 +290,36 @@ TEST_CASE("filterbank stream: no allocation in process() or flush() after prepar
                       convbank::detail::cpu::eigen_malloc_violations() - eigen_before});
   }
 }
+
+TEST_CASE("stream: no allocation in a CUDA stream's process() or flush() after warm_up") {
+  if (!convbank::cuda_available()) {
+    MESSAGE("CUDA device not available: skipped");
+    return;
+  }
+  std::mt19937_64 rng(9);
+  auto enc = make<convbank::Conv1d>(
+      {.in_channels = 1, .out_channels = 512, .kernel_size = 16, .stride = 8}, Shape{512, 1, 16},
+      rng);
+  auto dec = make<convbank::ConvTranspose1d>(
+      {.in_channels = 512, .out_channels = 1, .kernel_size = 16, .stride = 8}, Shape{512, 1, 16},
+      rng);
+  convbank::StreamChain chain;
+  chain.add(enc).add(dec);
+  chain.prepare(256, 2, convbank::Device::kCuda);
+  chain.warm_up({256, 100});
+  const Tensor x = random_tensor(Shape{2, 1, 256}, rng);
+  Tensor out(Shape{2, 1, std::max(chain.max_output_frames(256), chain.max_flush_frames())});
+  bool ok = true;
+  const std::int64_t a0 = g_allocations.load();
+  for (int i = 0; i < 200; ++i) {
+    std::int64_t produced = 0;
+    // The warmed lengths replay their graphs; flush (below) launches uncaptured.
+    const std::int64_t n = i % 3 == 0 ? 100 : 256;
+    ok &= chain.process(x.view().slice_frames(0, n), out.view(), &produced) == Status::kOk;
+  }
+  std::int64_t produced = 0;
+  ok &= chain.flush(out.view(), &produced) == Status::kOk;  // flush runs uncaptured
+  const std::int64_t allocations = g_allocations.load() - a0;
+  CHECK(ok);
+  CHECK(allocations == 0);
+}
