@@ -262,6 +262,27 @@ TEST_CASE("filterbank: FilterBankStream equals offline processing for every effe
   }
 }
 
+TEST_CASE(
+    "filterbank: a stereo stream of a large bank (batch folded into one GEMM) equals offline") {
+  // 1026 x 1024 weights (4 MiB) and a few frames per call: the CPU streams run one GEMM over both
+  // channels (conv_cpu.cpp, kFoldWeightFloats) instead of one per channel.
+  std::mt19937_64 rng(6);
+  const auto bank = std::make_shared<FilterBank>(FilterBank::from_spec("stft:n_fft=1024,hop=256"));
+  const Tensor x = random_audio(Shape{1, 2, 6000}, rng);
+  for (const char* effect : {"none", "denoise"}) {
+    CAPTURE(effect);
+    const Tensor want = offline(*bank, effect, x);
+    const Tensor got = stream_all(bank, effect, x, 480, rng);
+    REQUIRE(got.shape() == want.shape());
+    double worst = 0, peak = 0;
+    for (std::int64_t i = 0; i < want.numel(); ++i) {
+      worst = std::max(worst, static_cast<double>(std::abs(got.data()[i] - want.data()[i])));
+      peak = std::max(peak, static_cast<double>(std::abs(want.data()[i])));
+    }
+    CHECK(worst <= 1e-5 * peak);
+  }
+}
+
 TEST_CASE("filterbank: FilterBankStream reports its latency and rejects bad calls") {
   const auto bank = std::make_shared<FilterBank>(FilterBank::from_spec("stft:n_fft=512,hop=128"));
   FilterBankStream stream(bank);
