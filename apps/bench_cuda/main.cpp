@@ -83,6 +83,19 @@ const Problem kWorkloads[] = {
     {"up2x", true, 8, 64, 32, 65536, 4, 2, 1, 1, 1},
 };
 
+// Shapes outside workloads.md (dilated, strided, grouped, wider kernels, transposed variants),
+// reported without tuning for them: a kernel that only wins on the listed shapes is not the
+// goal. `--workload offlist` runs them all.
+const Problem kOffList[] = {
+    {"x_dilated", false, 16, 128, 128, 32768, 3, 1, 4, 4, 1},
+    {"x_strided", false, 16, 128, 256, 32768, 4, 2, 1, 1, 1},
+    {"x_grouped", false, 16, 256, 256, 16384, 5, 1, 2, 1, 8},
+    {"x_k7", false, 8, 256, 256, 32768, 7, 1, 3, 1, 1},
+    {"x_up4x", true, 8, 128, 64, 32768, 8, 4, 2, 1, 1},
+    {"x_dilated_t", true, 16, 128, 128, 32768, 3, 1, 2, 2, 1},
+    {"x_grouped_t", true, 16, 256, 256, 16384, 4, 2, 1, 1, 4},
+};
+
 std::int64_t out_frames(const Problem& p) {
   if (p.transposed) {
     return (p.frames - 1) * p.stride - 2 * p.padding + p.dilation * (p.k - 1) + 1;
@@ -438,7 +451,8 @@ void usage() {
       "usage: convbank-bench-cuda [--workload NAME]... [--op conv1d|conv-transpose1d --shape "
       "N,Cin,Cout,L,K,stride,padding,dilation,groups] [--runs N] [--no-cudnn] [--json FILE]\n"
       "workloads: seedA seedB enc_tasnet dec_tasnet enc_stft512 dec_stft512 tcn_depthwise "
-      "tcn_pointwise up2x\n");
+      "tcn_pointwise up2x (all), and off-list shapes x_dilated x_strided x_grouped x_k7 x_up4x "
+      "x_dilated_t x_grouped_t (offlist)\n");
 }
 
 }  // namespace
@@ -461,6 +475,12 @@ int main(int argc, char** argv) {
         bool found = false;
         for (const auto& w : kWorkloads) {
           if (name == w.name || name == "all") {
+            problems.push_back(w);
+            found = true;
+          }
+        }
+        for (const auto& w : kOffList) {
+          if (name == w.name || name == "offlist") {
             problems.push_back(w);
             found = true;
           }
