@@ -349,9 +349,10 @@ Tensor FilterBank::decode(const Tensor& features, std::int64_t channels) const {
     throw Error("FilterBank::decode: features batch " + str(f.batch) +
                 " is not a multiple of channels " + str(channels));
   }
-  Tensor out = synthesis_->forward(features);  // (B * C, 1, T')
-  Tensor r(Shape{f.batch / channels, channels, out.shape().frames}, out.device());
-  copy(TensorView<const float>(out.data(), r.shape(), out.device()), r.view());
+  // The (B * C, 1, T') output written straight into a dense (B, C, T') tensor: the same memory.
+  const Shape folded = synthesis_->output_shape(f);
+  Tensor r(Shape{f.batch / channels, channels, folded.frames}, features.device());
+  synthesis_->forward(features.view(), TensorView<float>(r.data(), folded, features.device()));
   return r;
 }
 

@@ -592,9 +592,10 @@ int splitk_cluster_size(const ConvTranspose1dParams& p) {
   return static_cast<int>(std::min<std::int64_t>(most, (num_sms() + blocks - 1) / blocks));
 }
 
-void launch_conv1d_direct(const Conv1dParams& p, TensorView<const float> x, const float* w,
-                          const float* bias, TensorView<float> y, cudaStream_t stream,
-                          const char* name) {
+namespace {
+
+DirectArgs conv1d_args(const Conv1dParams& p, TensorView<const float> x, const float* w,
+                       const float* bias, TensorView<float> y) {
   DirectArgs a = make_args(x, w, bias, y, p.batch, p.out_channels, p.in_channels / p.groups,
                            p.out_channels / p.groups, p.out_frames);
   a.kernel_size = p.kernel_size;
@@ -602,6 +603,15 @@ void launch_conv1d_direct(const Conv1dParams& p, TensorView<const float> x, cons
   a.dilation = p.dilation;
   a.pad = p.pad_left;
   a.mode = to_pad_mode(p.padding_mode);
+  return a;
+}
+
+}  // namespace
+
+void launch_conv1d_direct(const Conv1dParams& p, TensorView<const float> x, const float* w,
+                          const float* bias, TensorView<float> y, cudaStream_t stream,
+                          const char* name) {
+  const DirectArgs a = conv1d_args(p, x, w, bias, y);
   conv1d_direct_coalesced_kernel<<<grid_dim(a.items, kMaxGridX), kDirectThreads, 0, stream>>>(a);
   check_launch(name, p);
 }
@@ -609,14 +619,8 @@ void launch_conv1d_direct(const Conv1dParams& p, TensorView<const float> x, cons
 void launch_conv1d_direct_flat(const Conv1dParams& p, TensorView<const float> x, const float* w,
                                const float* bias, TensorView<float> y, cudaStream_t stream,
                                const char* name) {
-  DirectArgs a = make_args(x, w, bias, y, p.batch, p.out_channels, p.in_channels / p.groups,
-                           p.out_channels / p.groups, p.out_frames);
-  a.kernel_size = p.kernel_size;
-  a.stride = p.stride;
-  a.dilation = p.dilation;
-  a.pad = p.pad_left;
-  a.mode = to_pad_mode(p.padding_mode);
-  a.items = p.batch * p.out_channels * p.out_frames;
+  DirectArgs a = conv1d_args(p, x, w, bias, y);
+  a.items = p.batch * p.out_channels * p.out_frames;  // one per output, not per frame block
   conv1d_direct_flat_kernel<<<grid_dim((a.items + kDirectThreads - 1) / kDirectThreads, kMaxGridX),
                               kDirectThreads, 0, stream>>>(a);
   check_launch(name, p);
