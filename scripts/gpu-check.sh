@@ -75,7 +75,7 @@ fi
 if has bench && [ -x "$BUILD/apps/bench_cuda/convbank-bench-cuda" ]; then
   stamp "benchmark against cuDNN"
   # shellcheck disable=SC2086
-  if timeout "$(budget 200)" "$BUILD/apps/bench_cuda/convbank-bench-cuda" $BENCH_ARGS --json "$OUT/bench.json" \
+  if timeout "$(budget 200)" "$BUILD/apps/bench_cuda/convbank-bench-cuda" ${BENCH_ARGS:---workload all --workload offlist} --json "$OUT/bench.json" \
        >"$OUT/bench.md" 2>"$OUT/bench.err"; then
     status[bench]=ok
   else
@@ -84,23 +84,20 @@ if has bench && [ -x "$BUILD/apps/bench_cuda/convbank-bench-cuda" ]; then
   fi
   cat "$OUT/bench.err" >>"$OUT/bench.md"; rm -f "$OUT/bench.err"
   if [ -z "$BENCH_ARGS" ]; then
-    # GEMM tile sweep on the GEMM-bound workloads, and one ncu look at the pointwise GEMM.
-    for tile in 128 64 32; do
-      echo "## CONVBANK_CUDA_GEMM_TILE=$tile" >>"$OUT/bench.md"
-      CONVBANK_CUDA_GEMM_TILE=$tile timeout "$(budget 40)" "$BUILD/apps/bench_cuda/convbank-bench-cuda" \
-        --no-cudnn --workload tcn_pointwise --workload enc_stft512 --workload enc_tasnet 2>/dev/null |
-        grep -E '^\| (tcn|enc)' >>"$OUT/bench.md"
+    # A/B of the dispatcher's choices: the tensor-core kernel wherever it applies, and the FFMA
+    # kernels only (JSON for docs/performance.md), on the nine workloads and the off-list shapes.
+    for policy in 1 0; do
+      echo "## CONVBANK_CUDA_WGMMA=$policy" >>"$OUT/bench.md"
+      CONVBANK_CUDA_WGMMA=$policy timeout "$(budget 90)" "$BUILD/apps/bench_cuda/convbank-bench-cuda" \
+        --no-cudnn --workload all --workload offlist --json "$OUT/bench-wgmma$policy.json" \
+        2>/dev/null | grep -E '^\| (seed|enc|dec|tcn|up|x_)' >>"$OUT/bench.md"
     done
-    # The GEMM v2 family on its register-prefetch core (CONVBANK_CUDA_GEMM2_CORE=0), for comparison.
-    echo "## CONVBANK_CUDA_GEMM2_CORE=0 (register core)" >>"$OUT/bench.md"
-    CONVBANK_CUDA_GEMM2_CORE=0 timeout "$(budget 40)" "$BUILD/apps/bench_cuda/convbank-bench-cuda" \
-      --no-cudnn --workload tcn_pointwise --workload enc_stft512 --workload dec_stft512 2>/dev/null |
-      grep -E '^\| (tcn|enc|dec)' >>"$OUT/bench.md"
     if command -v ncu >/dev/null; then
-      echo "## ncu tcn_pointwise" >>"$OUT/bench.md"
-      timeout "$(budget 60)" ncu --clock-control none --section SpeedOfLight --section Occupancy \
-        --section LaunchStats -k regex:conv_gemm -c 1 "$BUILD/apps/bench_cuda/convbank-bench-cuda" \
-        --no-cudnn --workload tcn_pointwise --runs 20 2>&1 | grep -vE '^\|' | tail -60 >>"$OUT/bench.md"
+      echo "## ncu seedA, tensor-core kernel" >>"$OUT/bench.md"
+      CONVBANK_CUDA_WGMMA=1 timeout "$(budget 60)" ncu --clock-control none --section SpeedOfLight \
+        --section Occupancy --section SchedulerStats --section LaunchStats -k regex:3xtf32 -c 1 \
+        "$BUILD/apps/bench_cuda/convbank-bench-cuda" --no-cudnn --workload seedA --runs 20 2>&1 |
+        grep -vE '^\|' | tail -70 >>"$OUT/bench.md"
     fi
   fi
   stamp "bench: ${status[bench]}"

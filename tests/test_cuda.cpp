@@ -392,10 +392,85 @@ void conv_transpose1d_grid(int configs, std::uint64_t seed0, GridStats& stats) {
   }
 }
 
+// Shapes the tensor-core (wgmma) kernels take: zeros padding, K <= 8, in/groups >= 8,
+// out/groups >= 32 and at least 2^24 multiply-adds (the dispatcher's rule), with ragged
+// channel chunks and column tiles, groups, stride, dilation, bias and strided views.
+bool wgmma_sized(std::int64_t n, std::int64_t cin_g, std::int64_t out, std::int64_t k,
+                 std::int64_t out_frames) {
+  const double fmas = static_cast<double>(n) * out * out_frames * cin_g * k;
+  return fmas >= 2.0e7 && fmas <= 8e7;  // the dispatcher's 2^24 with a margin; a cheap oracle
+}
+
+void wgmma_grid(int configs, std::uint64_t seed0, GridStats& stats) {
+  std::mt19937_64 rng(seed0);
+  int attempts = 0;
+  while (stats.runs < configs && attempts < configs * 50) {
+    ++attempts;
+    const bool transposed = attempts % 3 == 0;
+    const std::int64_t groups = pick<std::int64_t>(rng, {1, 1, 1, 2});
+    const std::int64_t in = groups * pick<std::int64_t>(rng, {8, 12, 16, 20, 33, 64});
+    const std::int64_t out = groups * pick<std::int64_t>(rng, {32, 40, 64, 65, 100, 128, 130});
+    const std::int64_t k = uniform(rng, 1, 8);
+    const std::int64_t dilation = pick<std::int64_t>(rng, {1, 1, 2, 5});
+    const std::int64_t n = uniform(rng, 1, 3);
+    const std::int64_t frames = uniform(rng, 600, 5000);
+    const bool strided = uniform(rng, 0, 4) == 0;
+    const bool bias = uniform(rng, 0, 2) != 0;
+    if (transposed) {
+      ConvTranspose1dOptions o{.in_channels = in,
+                               .out_channels = out,
+                               .kernel_size = k,
+                               .stride = 1,
+                               .padding = uniform(rng, 0, dilation * (k - 1) + 2),
+                               .output_padding = uniform(rng, 0, dilation - 1),
+                               .groups = groups,
+                               .bias = bias,
+                               .dilation = dilation};
+      if (!wgmma_sized(n, in / groups, out, k, ConvTranspose1d(o).output_frames(frames))) continue;
+      run_config<ConvTranspose1d>(o, n, frames, strided, rng(), stats);
+    } else {
+      Conv1dOptions o{.in_channels = in,
+                      .out_channels = out,
+                      .kernel_size = k,
+                      .stride = pick<std::int64_t>(rng, {1, 1, 1, 2, 3}),
+                      .padding = Padding(uniform(rng, 0, 4)),
+                      .dilation = dilation,
+                      .groups = groups,
+                      .bias = bias};
+      if (!wgmma_sized(n, in / groups, out, k, Conv1d(o).output_frames(frames))) continue;
+      run_config<Conv1d>(o, n, frames, strided, rng(), stats);
+    }
+  }
+}
+
 std::string join(const std::set<std::string>& s) {
   std::string r;
   for (const auto& x : s) r += (r.empty() ? "" : ", ") + x;
   return r;
+}
+
+TEST_CASE("cuda: wgmma 3xTF32 grid against the float64 oracle") {
+  CUDA_OR_SKIP();
+  namespace cc = convbank::detail::cuda;
+  // Every shape the kernels take, not only those the dispatcher gives them by default.
+  const cc::WgmmaPolicy before = cc::wgmma_policy();
+  cc::set_wgmma_policy(cc::WgmmaPolicy::kAlways);
+  GridStats stats;
+  wgmma_grid(60, 90210, stats);
+  cc::set_wgmma_policy(before);
+  MESSAGE("wgmma grid: ", stats.runs, " configs (", stats.strided, " strided), worst ", stats.worst,
+          " at ", stats.worst_config, "; kernels: ", join(stats.kernels));
+  CHECK(stats.runs >= 60);
+  if (!cc::wgmma_available()) {
+    MESSAGE("no compute capability 9.0 device: the wgmma kernels were not exercised");
+    return;
+  }
+  // On a 9.0 device every configuration ran a tensor-core kernel, both orientations.
+  for (const auto& k : stats.kernels)
+    CHECK_MESSAGE(k.find("_wgmma_3xtf32_") != std::string::npos, k);
+  for (const char* k : {"conv1d_wgmma_3xtf32_128x64", "conv_transpose1d_wgmma_3xtf32_128x64"}) {
+    CHECK_MESSAGE(stats.kernels.count(k) == 1, "grid never ran ", k);
+  }
 }
 
 // ---- full-size workloads, checked on slices against float64 --------------------------------
@@ -845,6 +920,24 @@ void for_each_kernel_family(Run&& run) {
   {
     const Conv1dOptions o{.in_channels = 12, .out_channels = 40, .kernel_size = 5, .padding = 2};
     run(o, 2, 300);
+  }
+  {  // tensor cores (sm_90): a ragged last channel chunk, dilation
+    const Conv1dOptions o{
+        .in_channels = 20, .out_channels = 64, .kernel_size = 5, .padding = 4, .dilation = 2};
+    run(o, 2, 2100);
+  }
+  {  // ... transposed at stride 1 with dilation
+    const ConvTranspose1dOptions o{.in_channels = 40,
+                                   .out_channels = 48,
+                                   .kernel_size = 5,
+                                   .stride = 1,
+                                   .padding = 1,
+                                   .dilation = 2};
+    run(o, 2, 2000);
+  }
+  {  // ... strided, two column tiles
+    const Conv1dOptions o{.in_channels = 40, .out_channels = 128, .kernel_size = 4, .stride = 2};
+    run(o, 2, 3600);
   }
   {  // pointwise: the GEMM v2 core's 16-byte B copies (aligned rows) and their ragged tail
     const Conv1dOptions o{.in_channels = 40, .out_channels = 72, .kernel_size = 1};

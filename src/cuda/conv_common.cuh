@@ -168,6 +168,18 @@ void launch_conv_transpose1d_gemm_v2(const ConvTranspose1dParams& p, TensorView<
                                      cudaStream_t stream, GemmTile tile, int split,
                                      const char* name);
 
+// Implicit GEMM on Hopper tensor cores at fp32 accuracy (3xTF32 wgmma, conv_wgmma.cu; built
+// for sm_90a only, so *_supported() is false on other GPUs): zeros padding, K <= 8, in/groups
+// >= 8, out/groups >= 32; ConvTranspose1d at stride 1.
+bool conv1d_wgmma_supported(const Conv1dParams& p);
+bool conv_transpose1d_wgmma_supported(const ConvTranspose1dParams& p);
+void launch_conv1d_wgmma(const Conv1dParams& p, TensorView<const float> x, const float* w,
+                         const float* bias, TensorView<float> y, cudaStream_t stream,
+                         const char* name);
+void launch_conv_transpose1d_wgmma(const ConvTranspose1dParams& p, TensorView<const float> x,
+                                   const float* w, const float* bias, TensorView<float> y,
+                                   cudaStream_t stream, const char* name);
+
 // 1-D Winograd F(4,3), K = 3, stride 1, dilation 1.
 void launch_conv1d_winograd(const Conv1dParams& p, TensorView<const float> x, const float* w,
                             const float* bias, TensorView<float> y, cudaStream_t stream,

@@ -5,6 +5,10 @@
 // Conv1d:
 //   out frames <= 128 and batch * out * frames * in/groups * K <= 2^22 (a streaming chunk)
 //                                  -> conv1d_direct_flat (one thread per output)
+//   compute capability 9.0, zeros padding, K 2..8, in/groups >= 8, out/groups >= 32 filling
+//   64-column tiles to 3/4, not Winograd's shape (below), at least 2^24 multiply-adds
+//                                  -> conv1d_wgmma_3xtf32_128x64 (tensor cores, 3xTF32;
+//                                     CONVBANK_CUDA_WGMMA=1 wherever it applies, =0 never)
 //   K = 3, stride 1, dilation 1, in/groups >= 16, out/groups >= 32
 //                                  -> conv1d_winograd_f43_ffma
 //   out/groups <= 4 (depthwise, few outputs per group)
@@ -15,6 +19,8 @@
 //                                     out/groups; a smaller tile when the grid would not fill
 //                                     the GPU twice)
 // ConvTranspose1d:
+//   the Conv1d wgmma rule with stride 1
+//                                  -> conv_transpose1d_wgmma_3xtf32_128x64
 //   stride 1, dilation 1, K = 3, in/groups >= 16, out/groups >= 32
 //                                  -> conv_transpose1d_winograd_f43_ffma
 //   dilation 1, stride 2..16, K % stride == 0, K / stride <= 4, out/groups <= 4 (decoders)
@@ -32,6 +38,7 @@
 //                                  -> conv_transpose1d_polyphase_gemm_ffma_*x128
 //   otherwise                      -> conv_transpose1d_direct_gather
 #include <array>
+#include <atomic>
 #include <cstdlib>
 #include <string>
 #include <utility>
@@ -43,10 +50,47 @@ namespace convbank::detail::cuda {
 
 namespace {
 
-enum class Family { kDirect, kDirectFlat, kGemm, kGemm2, kWinograd, kNarrow, kSplitK };
+enum class Family { kDirect, kDirectFlat, kGemm, kGemm2, kWinograd, kNarrow, kSplitK, kWgmma };
 
 // Multiply-adds up to which a Conv1d of short rows runs one thread per output.
 constexpr std::int64_t kTinyConvFmas = std::int64_t{1} << 22;
+// Multiply-adds from which the tensor-core kernel is used where it applies: below, a few
+// 128-frame tiles leave most of the GPU idle and the FFMA kernels' smaller tiles do better.
+constexpr std::int64_t kWgmmaMinFmas = std::int64_t{1} << 24;
+
+std::atomic<WgmmaPolicy>& policy_slot() {
+  static std::atomic<WgmmaPolicy> slot{[] {
+    const char* v = std::getenv("CONVBANK_CUDA_WGMMA");
+    if (v == nullptr) return WgmmaPolicy::kAuto;
+    return std::string(v) == "0" ? WgmmaPolicy::kNever : WgmmaPolicy::kAlways;
+  }()};
+  return slot;
+}
+
+// The tensor-core kernel where it measured faster than the FFMA kernels on the H200 (see
+// docs/performance.md): not where Winograd F(4,3) applies (seedA 4.37 vs 4.64 ms, seedB 7.69
+// vs 8.64 ms), not for K = 1 (tcn_pointwise at parity with GEMM v2), and not when the 64-column
+// tiles would be less than 3/4 used (32 columns per group: 1.00 vs 0.84 ms); there it won by
+// 1.1-2.6x (dilated, strided, K = 5..7, dilated transposed).
+bool wgmma_wins(std::int64_t cin_g, std::int64_t cout_g, std::int64_t k, std::int64_t stride,
+                std::int64_t dilation) {
+  const bool winograd = k == 3 && stride == 1 && dilation == 1 && cin_g >= 16 && cout_g >= 32;
+  const std::int64_t cols = (cout_g + 63) / 64 * 64;
+  return !winograd && k >= 2 && 4 * cout_g >= 3 * cols;
+}
+
+bool use_wgmma(std::int64_t fmas, std::int64_t cin_g, std::int64_t cout_g, std::int64_t k,
+               std::int64_t stride, std::int64_t dilation) {
+  switch (wgmma_policy()) {
+    case WgmmaPolicy::kNever:
+      return false;
+    case WgmmaPolicy::kAlways:
+      return true;
+    case WgmmaPolicy::kAuto:
+      break;
+  }
+  return fmas >= kWgmmaMinFmas && wgmma_wins(cin_g, cout_g, k, stride, dilation);
+}
 
 struct Choice {
   Family family;
@@ -203,6 +247,11 @@ Choice choose(const Conv1dParams& p) {
   if (p.out_frames <= 128 && outputs * cin_g * p.kernel_size <= kTinyConvFmas) {
     return {Family::kDirectFlat, GemmTile::k128x128, "conv1d_direct_flat"};
   }
+  if (use_wgmma(outputs * cin_g * p.kernel_size, cin_g, cout_g, p.kernel_size, p.stride,
+                p.dilation) &&
+      conv1d_wgmma_supported(p)) {
+    return {Family::kWgmma, GemmTile::k128x128, "conv1d_wgmma_3xtf32_128x64"};
+  }
   if (p.kernel_size == 3 && p.stride == 1 && p.dilation == 1 && cin_g >= 16 && cout_g >= 32) {
     return {Family::kWinograd, GemmTile::k128x128, "conv1d_winograd_f43_ffma"};
   }
@@ -218,6 +267,11 @@ Choice choose(const Conv1dParams& p) {
 Choice choose(const ConvTranspose1dParams& p) {
   const std::int64_t cin_g = p.in_channels / p.groups;
   const std::int64_t cout_g = p.out_channels / p.groups;
+  if (use_wgmma(p.batch * p.out_channels * p.out_frames * cin_g * p.kernel_size, cin_g, cout_g,
+                p.kernel_size, 1, p.dilation) &&
+      conv_transpose1d_wgmma_supported(p)) {
+    return {Family::kWgmma, GemmTile::k128x128, "conv_transpose1d_wgmma_3xtf32_128x64"};
+  }
   if (p.kernel_size == 3 && p.stride == 1 && p.dilation == 1 && cin_g >= 16 && cout_g >= 32) {
     return {Family::kWinograd, GemmTile::k128x128, "conv_transpose1d_winograd_f43_ffma"};
   }
@@ -310,6 +364,13 @@ void check_launch(const char* kernel, const LaunchShape& shape) {
   }
 }
 
+void set_wgmma_policy(WgmmaPolicy policy) {
+  policy_slot().store(policy);
+}
+WgmmaPolicy wgmma_policy() {
+  return policy_slot().load();
+}
+
 const char* conv1d_kernel_name(const Conv1dParams& p) {
   return choose(p).name;
 }
@@ -322,6 +383,9 @@ void conv1d(const Conv1dParams& p, TensorView<const float> input, const float* w
   const cudaStream_t s = static_cast<cudaStream_t>(stream);
   const Choice c = choose(p);
   switch (c.family) {
+    case Family::kWgmma:
+      launch_conv1d_wgmma(p, input, weight, bias, output, s, c.name);
+      break;
     case Family::kWinograd:
       launch_conv1d_winograd(p, input, weight, bias, output, s, c.name);
       break;
@@ -348,6 +412,9 @@ void conv_transpose1d(const ConvTranspose1dParams& p, TensorView<const float> in
   const cudaStream_t s = static_cast<cudaStream_t>(stream);
   const Choice c = choose(p);
   switch (c.family) {
+    case Family::kWgmma:
+      launch_conv_transpose1d_wgmma(p, input, weight, bias, output, s, c.name);
+      break;
     case Family::kWinograd:
       launch_conv_transpose1d_winograd(p, input, weight, bias, output, s, c.name);
       break;

@@ -12,4 +12,15 @@ namespace convbank::detail::cuda {
 const char* conv1d_kernel_name(const Conv1dParams& p);
 const char* conv_transpose1d_kernel_name(const ConvTranspose1dParams& p);
 
+// True when the tensor-core (3xTF32 wgmma) kernels can run here: a compute capability 9.0
+// device and a build that holds their sm_90a code.
+bool wgmma_available();
+
+// When the dispatcher uses the tensor-core kernels: kAuto where they measured faster than the
+// FFMA kernels (see conv_dispatch.cu), kAlways wherever they apply (tests, A/B benchmarks),
+// kNever. The environment sets the start value: CONVBANK_CUDA_WGMMA=1 always, =0 never.
+enum class WgmmaPolicy { kAuto, kAlways, kNever };
+void set_wgmma_policy(WgmmaPolicy policy);
+WgmmaPolicy wgmma_policy();
+
 }  // namespace convbank::detail::cuda

@@ -74,6 +74,13 @@ namespace convbank::detail::cuda {
 const char* conv1d_kernel_name(const Conv1dParams&) {
   return "none (built without CUDA)";
 }
+bool wgmma_available() {
+  return false;
+}
+void set_wgmma_policy(WgmmaPolicy) {}
+WgmmaPolicy wgmma_policy() {
+  return WgmmaPolicy::kNever;
+}
 const char* conv_transpose1d_kernel_name(const ConvTranspose1dParams&) {
   return "none (built without CUDA)";
 }

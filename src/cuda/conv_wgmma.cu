@@ -1,0 +1,625 @@
+// Conv1d as an implicit GEMM on Hopper tensor cores (wgmma, sm_90a) at fp32 accuracy through
+// split precision (3xTF32): every operand x = big + small with big = tf32(x) and small =
+// tf32(x - big); small*big + big*small + big*big in the tensor cores (the dropped small*small
+// is 2^-22 of a product).
+//
+// GEMM per (batch, group): rows = output frames (M), columns = output channels (N), reduction
+// = (tap, input channel). One warpgroup per block computes 128 frames x 64 channels as two
+// m64n64k8 wgmma tiles.
+//   A (activations) lives in registers: each thread reads its fragment straight from the
+//     block's input slab in shared memory at (channel, frame * stride + tap * dilation), so the
+//     per-tap shift costs nothing and no im2col exists anywhere; it is split into big/small
+//     there.
+//   B (weights) must come from shared memory, K-major. A small kernel splits the weights once
+//     per call into big and small planes in the canonical no-swizzle core-matrix layout (8
+//     columns x 4 reduction values = 128 contiguous bytes; LBO 128 B along the reduction, SBO
+//     256 B along the columns), one contiguous block per (column tile, chunk of 8 or 16 input
+//     channels x all taps), into a stream-ordered workspace of about twice the weights. The
+//     main kernel copies each block to shared memory with 16-byte cp.async.
+//   A ring of kWgRing slots keeps kWgAhead chunks of copies in flight ahead of the chunk
+//     computed; each 8-deep reduction step issues 6 wgmmas and retires them before the next.
+//
+// Accuracy: wgmma accumulates with truncation, so one long accumulation drifts (1.2e-6 on a
+// 512-deep reduction). Each chunk accumulates from zero in the tensor cores and is then added
+// to fp32 registers with round-to-nearest; the drift then no longer grows with the reduction.
+//
+// ConvTranspose1d at stride 1 is the same convolution with w'[co][ci][k] = w[ci][co][K-1-k]
+// and the input shifted by padding - dilation * (K-1): done by the weight split's index map.
+//
+// Non-finite values: the split turns Inf into Inf + NaN (Inf - Inf), and Inf times a zero
+// small part into NaN, so a block whose input slab or weights hold a NaN/Inf (or a finite value
+// whose tf32 rounding overflows) recomputes its outputs with the direct fp32 formula, which
+// gives PyTorch's classes exactly. The check is one compare per split value.
+#include <mutex>
+
+#include "cuda/conv_common.cuh"
+#include "cuda/dispatch.hpp"
+
+namespace convbank::detail::cuda {
+
+namespace {
+
+constexpr int kWgThreads = 128;  // one warpgroup
+constexpr int kWgRows = 128;     // output frames per block (two m64 wgmma tiles)
+constexpr int kWgCols = 64;      // output channels per block (m64n64k8 wgmma tiles)
+constexpr int kWgAhead = 3;      // chunks whose copies are in flight ahead of the one computed
+constexpr int kWgRing = kWgAhead + 1;
+constexpr int kWgMaxTaps = 8;
+
+struct WgArgs {
+  const float* x;
+  std::int64_t x_bs, x_cs;
+  const float* w;
+  const float* bias;
+  float* y;
+  std::int64_t y_bs, y_cs;
+  std::int64_t groups, bg_count;
+  int cin_g, cout_g, taps, stride, dilation;
+  std::int64_t in_frames, out_frames;
+  std::int64_t in_offset;  // input frame of output 0, tap 0
+  // Weight (group g, out co, in ci, tap k) at w[g*w_gs + co*w_co + ci*w_ci + k'], k' = k for
+  // Conv1d and K-1-k for ConvTranspose1d (w_co = K there, w_ci = K for Conv1d).
+  std::int64_t w_gs, w_co, w_ci;
+  bool transposed;
+  float* planes;  // split weights: [group][column tile][chunk][big, small][plane]
+  int ci_chunk;   // input channels per chunk (8 or 16)
+  int rt;         // reduction rows per chunk: taps * ci_chunk
+  int nchunks;
+  int span, pitch;  // input frames a block reads per channel (+3 for alignment); pitch
+  bool x_vec;       // input rows 16-byte aligned: 16-byte copies
+  std::int64_t t_tiles;
+  int n_tiles;
+};
+
+// Offset of reduction row r, column n in a plane (floats).
+__host__ __device__ __forceinline__ int plane_offset(int r, int n) {
+  return ((r >> 3) * (kWgCols / 8) + (n >> 3)) * 64 + ((r >> 2) & 1) * 32 + (n & 7) * 4 + (r & 3);
+}
+
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+
+__device__ __forceinline__ void wgmma_tf32(float (&d)[32], const std::uint32_t (&a)[4],
+                                           std::uint64_t b) {
+  asm volatile(
+      "wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, "
+      "%8, %9, %10, %11, %12, %13, %14, %15, "
+      "%16, %17, %18, %19, %20, %21, %22, %23, "
+      "%24, %25, %26, %27, %28, %29, %30, %31"
+      "}, {%32, %33, %34, %35}, %36, 1, 1, 1;\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
+        "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
+        "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]),
+        "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]),
+        "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b));
+}
+
+__device__ __forceinline__ std::uint32_t smem_addr(const void* p) {
+  return static_cast<std::uint32_t>(__cvta_generic_to_shared(p));
+}
+
+__device__ __forceinline__ std::uint32_t to_tf32(float x) {
+  std::uint32_t r;
+  asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(x));
+  return r;
+}
+
+// x = big + small; false when the split is not exact (x or its rounding is not finite).
+__device__ __forceinline__ bool split_tf32(float x, std::uint32_t& big, std::uint32_t& small) {
+  big = to_tf32(x);
+  const float rest = x - __uint_as_float(big);
+  small = to_tf32(rest);
+  return fabsf(rest) < INFINITY;
+}
+
+__device__ __forceinline__ void cp_async4(float* dst, const float* src, bool valid) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(smem_addr(dst)), "l"(src),
+               "r"(valid ? 4 : 0)
+               : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() {
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+}
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+__device__ __forceinline__ void wgmma_fence() {
+  asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+}
+__device__ __forceinline__ void wgmma_commit() {
+  asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+}
+template <int N>
+__device__ __forceinline__ void wgmma_wait() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+}
+// Generic-proxy shared-memory writes (the weight planes) become visible to wgmma's reads.
+__device__ __forceinline__ void fence_proxy_async() {
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
+// Keeps the compiler from moving accumulator reads/writes across the asynchronous wgmmas.
+template <int R>
+__device__ __forceinline__ void fence_operands(float (&d)[R]) {
+#pragma unroll
+  for (int i = 0; i < R; ++i) asm volatile("" : "+f"(d[i])::"memory");
+}
+
+__device__ __forceinline__ void pin_operands(std::uint32_t (&hi)[2][4], std::uint32_t (&lo)[2][4]) {
+#pragma unroll
+  for (int m = 0; m < 2; ++m) {
+#pragma unroll
+    for (int i = 0; i < 4; ++i) asm volatile("" : "+r"(hi[m][i]), "+r"(lo[m][i])::"memory");
+  }
+}
+
+// K-major, no swizzle: core matrices of 8 rows x 16 bytes, 128 B apart along the reduction
+// (leading byte offset) and 256 B apart along the columns (stride byte offset).
+__device__ __forceinline__ std::uint64_t b_desc(std::uint32_t addr) {
+  return static_cast<std::uint64_t>((addr & 0x3FFFF) >> 4) |
+         (static_cast<std::uint64_t>(128 >> 4) << 16) |
+         (static_cast<std::uint64_t>(256 >> 4) << 32);
+}
+
+__device__ __forceinline__ void cp_async16(float* dst, const float* src, bool valid) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)), "l"(src),
+               "r"(valid ? 16 : 0)
+               : "memory");
+}
+
+#endif  // __CUDA_ARCH_FEAT_SM90_ALL
+
+// Splits the weights into the planes the main kernel copies: one thread per plane element.
+// Elements past the channel counts are zero. Sets *nonfinite when a split is not exact.
+__global__ void wgmma_split_weights_kernel(WgArgs a, int* nonfinite) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  const int plane = kWgCols * a.rt;
+  const std::int64_t total = a.groups * a.n_tiles * a.nchunks * std::int64_t{plane};
+  bool ok = true;
+  for (std::int64_t e = blockIdx.x * std::int64_t{blockDim.x} + threadIdx.x; e < total;
+       e += std::int64_t{gridDim.x} * blockDim.x) {
+    const int n = static_cast<int>(e % kWgCols);
+    const int r = static_cast<int>(e / kWgCols % a.rt);
+    const std::int64_t block = e / plane;  // (group, column tile, chunk)
+    const int c = static_cast<int>(block % a.nchunks);
+    const int nt = static_cast<int>(block / a.nchunks % a.n_tiles);
+    const std::int64_t g = block / a.nchunks / a.n_tiles;
+    const int tap = r / a.ci_chunk, ci = c * a.ci_chunk + r % a.ci_chunk;
+    const int co = nt * kWgCols + n;
+    float v = 0.0f;
+    if (ci < a.cin_g && co < a.cout_g) {
+      const int k = a.transposed ? a.taps - 1 - tap : tap;
+      v = a.w[g * a.w_gs + co * a.w_co + ci * a.w_ci + k];
+    }
+    std::uint32_t hi, lo;
+    ok &= split_tf32(v, hi, lo);
+    float* big = a.planes + block * 2 * plane;
+    big[plane_offset(r, n)] = __uint_as_float(hi);
+    big[plane + plane_offset(r, n)] = __uint_as_float(lo);
+  }
+  if (!ok) atomicOr(nonfinite, 1);
+#endif
+}
+
+template <bool kTransposed, int kMinBlocks>
+__global__ void __launch_bounds__(kWgThreads, kMinBlocks)
+    conv1d_wgmma_3xtf32_kernel(WgArgs a, const int* weights_nonfinite) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  constexpr int kN = kWgCols;
+  extern __shared__ __align__(128) float smem[];
+  const int plane = kN * a.rt;  // floats per weight plane
+  const int xslot = a.ci_chunk * a.pitch;
+  const int slot = 2 * plane + xslot;  // [big, small][plane], then [ci_chunk][pitch]
+  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+  const int steps = a.rt >> 3;            // 8-deep reduction steps per chunk
+  const int tap_steps = a.ci_chunk >> 3;  // steps per tap
+  const int K = a.taps;
+  const bool w_ok = *weights_nonfinite == 0;
+  // This thread's A fragment (m64nNk8 tf32 layout): rows g and g + 8 of the warp's 16,
+  // reduction columns q and q + 4.
+  const int frag_row = warp * 16 + (lane >> 2);
+  const int q = lane & 3;
+  int a_off[4];
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    a_off[i] = (q + (i >> 1) * 4) * a.pitch + (frag_row + (i & 1) * 8) * a.stride;
+  }
+  const int m_off = 64 * a.stride;
+  const std::int64_t tiles = a.t_tiles * a.n_tiles;
+  const int plane_quads = plane / 2;  // 16-byte pieces of the two planes
+
+  for (std::int64_t bg = blockIdx.z; bg < a.bg_count; bg += gridDim.z) {
+    const std::int64_t b = bg / a.groups, g = bg % a.groups;
+    const float* xg = a.x + b * a.x_bs + g * a.cin_g * a.x_cs;
+    // Column tiles of one frame tile are neighbours in the grid: they share the input slab
+    // through L2.
+    for (std::int64_t tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+      const int nt = static_cast<int>(tile % a.n_tiles);
+      const int co0 = nt * kN;
+      const std::int64_t t0 = tile / a.n_tiles * kWgRows;
+      const std::int64_t start = a.in_offset + t0 * a.stride;
+      // With 16-byte copies the slab starts at the 4-frame boundary at or before `start`.
+      const std::int64_t slab0 = a.x_vec ? (start & ~std::int64_t{3}) : start;
+      const int shift = static_cast<int>(start - slab0);
+      const float* wplanes =
+          a.planes + ((g * a.n_tiles + nt) * a.nchunks) * std::int64_t{2 * plane};
+
+      // Chunk c's planes and input slab into ring slot c % kWgRing, one commit group (empty
+      // past the last chunk, so that wait_group counts stay uniform).
+      auto load_chunk = [&](int c) {
+        if (c < a.nchunks) {
+          float* dst = smem + (c % kWgRing) * slot;
+          const float* src = wplanes + c * std::int64_t{2 * plane};
+          for (int i = tid; i < plane_quads; i += kWgThreads)
+            cp_async16(dst + 4 * i, src + 4 * i, true);
+          float* xd = dst + 2 * plane;
+          const int ci0 = c * a.ci_chunk;
+          const int rows = min(a.ci_chunk, a.cin_g - ci0);
+          if (a.x_vec) {
+            const int quads = a.span >> 2;  // span is a multiple of 4 here
+            for (int i = tid; i < a.ci_chunk * quads; i += kWgThreads) {
+              const int r = i / quads, j = i - r * quads;
+              const std::int64_t pos = slab0 + 4 * j;
+              const float* row = xg + (ci0 + r) * a.x_cs;
+              float* d = xd + r * a.pitch + 4 * j;
+              if (r >= rows || (pos >= 0 && pos + 4 <= a.in_frames)) {
+                cp_async16(d, r < rows ? row + pos : a.x, r < rows);
+              } else {
+#pragma unroll
+                for (int u = 0; u < 4; ++u) {
+                  const bool in = pos + u >= 0 && pos + u < a.in_frames;
+                  cp_async4(d + u, in ? row + pos + u : a.x, in);
+                }
+              }
+            }
+          } else {
+            for (int i = tid; i < a.ci_chunk * a.span; i += kWgThreads) {
+              const int r = i / a.span, j = i - r * a.span;
+              const std::int64_t pos = slab0 + j;
+              const bool in = r < rows && pos >= 0 && pos < a.in_frames;
+              cp_async4(xd + r * a.pitch + j, in ? xg + (ci0 + r) * a.x_cs + pos : a.x, in);
+            }
+          }
+        }
+        cp_async_commit();
+      };
+
+      // The tensor cores accumulate one chunk from zero (acc); fp32 registers keep the sum.
+      float acc[2][kN / 2], sum[2][kN / 2];
+#pragma unroll
+      for (int m = 0; m < 2; ++m) {
+#pragma unroll
+        for (int i = 0; i < kN / 2; ++i) sum[m][i] = 0.0f;
+      }
+      bool ok = w_ok;
+#pragma unroll 1
+      for (int c = 0; c < kWgAhead; ++c) load_chunk(c);
+
+      for (int c = 0; c < a.nchunks; ++c) {
+        // Slot c landed when at most kWgAhead - 1 newer groups are pending; the fence makes the
+        // copied planes visible to wgmma (async proxy) once everyone is past the barrier.
+        cp_async_wait<kWgAhead - 1>();
+        fence_proxy_async();
+        __syncthreads();
+        const float* base = smem + (c % kWgRing) * slot;
+        const float* xst = base + 2 * plane + shift;
+        const std::uint32_t big_addr = smem_addr(base);
+        const std::uint32_t small_addr = big_addr + plane * 4;
+#pragma unroll
+        for (int m = 0; m < 2; ++m) {
+#pragma unroll
+          for (int i = 0; i < kN / 2; ++i) acc[m][i] = 0.0f;
+        }
+        // Two 8-deep reduction steps per wgmma group: fragment loads and splits, twelve
+        // wgmmas, then wait for them. The wait retires the group before anything else runs:
+        // wgmma reads its A registers asynchronously and the compiler does not know it, so the
+        // fragments are pinned (an empty asm that "modifies" them) after the wait and their
+        // registers are not reused earlier. (One step per group measured 5.69 ms on seedA.)
+        auto load_step = [&](int st, std::uint32_t(&hi)[2][4], std::uint32_t(&lo)[2][4]) {
+          const int tap = st / tap_steps;
+          const int x0 = (st - tap * tap_steps) * 8 * a.pitch + tap * a.dilation;
+#pragma unroll
+          for (int m = 0; m < 2; ++m) {
+#pragma unroll
+            for (int i = 0; i < 4; ++i) {
+              ok &= split_tf32(xst[x0 + m * m_off + a_off[i]], hi[m][i], lo[m][i]);
+            }
+          }
+        };
+        auto issue_step = [&](int st, const std::uint32_t(&hi)[2][4],
+                              const std::uint32_t(&lo)[2][4]) {
+          const std::uint32_t step_bytes = st * (kN / 8) * 256;
+          const std::uint64_t db = b_desc(big_addr + step_bytes);
+          const std::uint64_t ds = b_desc(small_addr + step_bytes);
+#pragma unroll
+          for (int m = 0; m < 2; ++m) {
+            wgmma_tf32(acc[m], lo[m], db);
+            wgmma_tf32(acc[m], hi[m], ds);
+            wgmma_tf32(acc[m], hi[m], db);
+          }
+        };
+        for (int st = 0; st < steps; st += 2) {
+          const bool two = st + 1 < steps;
+          std::uint32_t hi0[2][4], lo0[2][4], hi1[2][4], lo1[2][4];
+          load_step(st, hi0, lo0);
+          load_step(two ? st + 1 : st, hi1, lo1);
+          wgmma_fence();
+          issue_step(st, hi0, lo0);
+          if (two) issue_step(st + 1, hi1, lo1);
+          wgmma_commit();
+          wgmma_wait<0>();
+          pin_operands(hi0, lo0);
+          pin_operands(hi1, lo1);
+        }
+        fence_operands(acc[0]);
+        fence_operands(acc[1]);
+#pragma unroll
+        for (int m = 0; m < 2; ++m) {
+#pragma unroll
+          for (int i = 0; i < kN / 2; ++i) sum[m][i] += acc[m][i];
+        }
+        // Everyone is done with slot c before chunk c + kWgAhead's copies overwrite it.
+        __syncthreads();
+        load_chunk(c + kWgAhead);
+      }
+      cp_async_wait<0>();
+
+      if (__syncthreads_or(!ok)) {
+        // A NaN/Inf in this block's inputs or in the weights: the direct formula, as PyTorch.
+        const float* wg = a.w + g * a.w_gs;
+        for (int e = tid; e < kWgRows * kN; e += kWgThreads) {
+          const int row = e % kWgRows, col = e / kWgRows;
+          const int co = co0 + col;
+          const std::int64_t t = t0 + row;
+          if (co >= a.cout_g || t >= a.out_frames) continue;
+          float s = 0.0f;
+          for (int ci = 0; ci < a.cin_g; ++ci) {
+            const float* xr = xg + ci * a.x_cs;
+            for (int k = 0; k < K; ++k) {
+              const std::int64_t pos = start + row * a.stride + k * a.dilation;
+              const float xv = (pos >= 0 && pos < a.in_frames) ? __ldg(xr + pos) : 0.0f;
+              const float wv = kTransposed ? __ldg(wg + ci * a.w_ci + co * K + (K - 1 - k))
+                                           : __ldg(wg + co * a.w_co + ci * K + k);
+              s = fmaf(xv, wv, s);
+            }
+          }
+          if (a.bias != nullptr) s += __ldg(a.bias + g * a.cout_g + co);
+          a.y[b * a.y_bs + (g * a.cout_g + co) * a.y_cs + t] = s;
+        }
+      } else {
+        // Accumulator layout: element [m][4j + v] is frame m*64 + frag_row + (v/2)*8,
+        // channel 8j + 2q + v%2. A store instruction writes 8 consecutive frames of 4
+        // channels: whole 32-byte sectors.
+        float* yb = a.y + b * a.y_bs + g * a.cout_g * a.y_cs;
+#pragma unroll
+        for (int m = 0; m < 2; ++m) {
+#pragma unroll
+          for (int j = 0; j < kN / 8; ++j) {
+#pragma unroll
+            for (int v = 0; v < 4; ++v) {
+              const int co = co0 + j * 8 + 2 * q + (v & 1);
+              const std::int64_t t = t0 + m * 64 + frag_row + (v >> 1) * 8;
+              if (co < a.cout_g && t < a.out_frames) {
+                float s = sum[m][j * 4 + v];
+                if (a.bias != nullptr) s += __ldg(a.bias + g * a.cout_g + co);
+                yb[co * a.y_cs + t] = s;
+              }
+            }
+          }
+        }
+      }
+      __syncthreads();  // the next tile's copies reuse the ring
+    }
+  }
+#endif
+}
+
+}  // namespace
+}  // namespace convbank::detail::cuda
+
+namespace convbank::detail::cuda {
+
+namespace {
+
+int ci_chunk_for(int taps) {
+  return taps == 1 ? 16 : 8;
+}
+
+// Frames of input a block reads per channel, plus 3 so that a 16-byte aligned copy can start
+// up to 3 frames early; a multiple of 4.
+int span_for(int stride, int dilation, int taps) {
+  return ((kWgRows - 1) * stride + (taps - 1) * dilation + 1 + 3 + 3) / 4 * 4;
+}
+
+// Row pitch = 8 mod 32 floats: the 4 channels x 8 frames of a fragment load hit 32 banks.
+int pitch_for(int span) {
+  return (span + 31) / 32 * 32 + 8;
+}
+
+std::size_t smem_bytes(int taps, int stride, int dilation) {
+  const int ci = ci_chunk_for(taps);
+  const std::size_t plane = static_cast<std::size_t>(kWgCols) * taps * ci;
+  const std::size_t xs = static_cast<std::size_t>(ci) * pitch_for(span_for(stride, dilation, taps));
+  return kWgRing * (2 * plane + xs) * sizeof(float);
+}
+
+constexpr std::size_t kWgMaxSmem = 227 * 1024;
+
+template <bool kT>
+bool kernel_loaded() {
+  static const bool ok = [] {
+    cudaFuncAttributes attr{};
+    if (cudaFuncGetAttributes(&attr, conv1d_wgmma_3xtf32_kernel<kT, 1>) != cudaSuccess ||
+        cudaFuncGetAttributes(&attr, wgmma_split_weights_kernel) != cudaSuccess ||
+        cudaFuncSetAttribute(conv1d_wgmma_3xtf32_kernel<kT, 1>,
+                             cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             static_cast<int>(kWgMaxSmem)) != cudaSuccess ||
+        cudaFuncSetAttribute(conv1d_wgmma_3xtf32_kernel<kT, 3>,
+                             cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             static_cast<int>(kWgMaxSmem)) != cudaSuccess) {
+      cudaGetLastError();
+      return false;
+    }
+    return true;
+  }();
+  return ok;
+}
+
+// sm_90a code runs on compute capability 9.0 only; the weight planes live in stream-ordered
+// memory (cudaMallocAsync). Read once.
+bool device_is_sm90() {
+  static const bool ok = [] {
+    int device = 0, major = 0, minor = 0, pools = 0;
+    if (cudaGetDevice(&device) != cudaSuccess ||
+        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess ||
+        cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device) != cudaSuccess ||
+        cudaDeviceGetAttribute(&pools, cudaDevAttrMemoryPoolsSupported, device) != cudaSuccess) {
+      cudaGetLastError();
+      return false;
+    }
+    return major == 9 && minor == 0 && pools != 0;
+  }();
+  return ok;
+}
+
+bool shape_fits(std::int64_t cin_g, std::int64_t cout_g, std::int64_t taps, std::int64_t stride,
+                std::int64_t dilation) {
+  if (cin_g < 8 || cout_g < 32 || taps < 1 || taps > kWgMaxTaps) return false;
+  if (stride > 64 || dilation > 1024) return false;
+  return smem_bytes(static_cast<int>(taps), static_cast<int>(stride), static_cast<int>(dilation)) <=
+         kWgMaxSmem;
+}
+
+// A memory pool of our own for the weight planes, per device, that keeps what it has (the
+// default pool would hand memory back at every synchronization, and its settings belong to the
+// application).
+cudaMemPool_t workspace_pool() {
+  constexpr int kMaxDevices = 64;
+  static cudaMemPool_t pools[kMaxDevices] = {};
+  static std::once_flag once[kMaxDevices];
+  int device = 0;
+  check_cuda(cudaGetDevice(&device), "cudaGetDevice");
+  if (device < 0 || device >= kMaxDevices) throw Error("CUDA: device index out of range");
+  std::call_once(once[device], [device] {
+    cudaMemPoolProps props{};
+    props.allocType = cudaMemAllocationTypePinned;
+    props.location.type = cudaMemLocationTypeDevice;
+    props.location.id = device;
+    check_cuda(cudaMemPoolCreate(&pools[device], &props), "cudaMemPoolCreate");
+    std::uint64_t keep = ~std::uint64_t{0};
+    check_cuda(cudaMemPoolSetAttribute(pools[device], cudaMemPoolAttrReleaseThreshold, &keep),
+               "cudaMemPoolSetAttribute");
+  });
+  return pools[device];
+}
+
+template <bool kT>
+void launch(WgArgs a, cudaStream_t stream, const char* name, const LaunchShape& shape) {
+  a.transposed = kT;
+  a.ci_chunk = ci_chunk_for(a.taps);
+  a.rt = a.taps * a.ci_chunk;
+  a.nchunks = (a.cin_g + a.ci_chunk - 1) / a.ci_chunk;
+  a.span = span_for(a.stride, a.dilation, a.taps);
+  a.pitch = pitch_for(a.span);
+  a.x_vec = reinterpret_cast<std::uintptr_t>(a.x) % 16 == 0 && a.x_cs % 4 == 0 && a.x_bs % 4 == 0;
+  a.t_tiles = (a.out_frames + kWgRows - 1) / kWgRows;
+  a.n_tiles = (a.cout_g + kWgCols - 1) / kWgCols;
+  // Workspace: the planes, then one int (non-finite weights flag), stream-ordered.
+  const std::size_t plane_floats = static_cast<std::size_t>(a.groups) * a.n_tiles * a.nchunks * 2 *
+                                   kWgCols * static_cast<std::size_t>(a.rt);
+  void* ws = nullptr;
+  check_cuda(
+      cudaMallocFromPoolAsync(&ws, plane_floats * sizeof(float) + 16, workspace_pool(), stream),
+      "cudaMallocFromPoolAsync (tensor-core weight planes)");
+  a.planes = static_cast<float*>(ws);
+  int* flag = reinterpret_cast<int*>(a.planes + plane_floats);
+  check_cuda(cudaMemsetAsync(flag, 0, sizeof(int), stream), "cudaMemsetAsync");
+  const std::int64_t elems = static_cast<std::int64_t>(plane_floats / 2);
+  wgmma_split_weights_kernel<<<grid_dim((elems + 255) / 256, 4096), 256, 0, stream>>>(a, flag);
+  check_launch("wgmma_split_weights", shape);
+  const std::size_t bytes = smem_bytes(a.taps, a.stride, a.dilation);
+  const dim3 grid(grid_dim(a.t_tiles * a.n_tiles, kMaxGridX), 1, grid_dim(a.bg_count, kMaxGridYZ));
+  // Three blocks per multiprocessor where their shared memory fits (registers capped at 168,
+  // a few bytes of spill): the kernel is latency-bound, and 12 warps instead of 8 measured
+  // 4.64 vs 5.61 ms on seedA, 8.64 vs 10.18 ms on seedB.
+  if (3 * (bytes + 1024) <= 228 * 1024) {
+    conv1d_wgmma_3xtf32_kernel<kT, 3><<<grid, kWgThreads, bytes, stream>>>(a, flag);
+  } else {
+    conv1d_wgmma_3xtf32_kernel<kT, 1><<<grid, kWgThreads, bytes, stream>>>(a, flag);
+  }
+  check_launch(name, shape);
+  check_cuda(cudaFreeAsync(ws, stream), "cudaFreeAsync (tensor-core weight planes)");
+}
+
+WgArgs common_args(TensorView<const float> x, const float* w, const float* bias,
+                   TensorView<float> y, std::int64_t batch, std::int64_t groups,
+                   std::int64_t in_channels, std::int64_t out_channels, std::int64_t taps,
+                   std::int64_t dilation) {
+  WgArgs a{};
+  a.x = x.data();
+  a.x_bs = x.batch_stride();
+  a.x_cs = x.channel_stride();
+  a.w = w;
+  a.bias = bias;
+  a.y = y.data();
+  a.y_bs = y.batch_stride();
+  a.y_cs = y.channel_stride();
+  a.groups = groups;
+  a.bg_count = batch * groups;
+  a.cin_g = static_cast<int>(in_channels / groups);
+  a.cout_g = static_cast<int>(out_channels / groups);
+  a.taps = static_cast<int>(taps);
+  a.dilation = static_cast<int>(dilation);
+  a.in_frames = x.frames();
+  a.out_frames = y.frames();
+  a.w_gs = std::int64_t{a.cin_g} * a.cout_g * taps;
+  return a;
+}
+
+}  // namespace
+
+bool wgmma_available() {
+  return device_is_sm90() && kernel_loaded<false>();
+}
+
+bool conv1d_wgmma_supported(const Conv1dParams& p) {
+  return device_is_sm90() && p.padding_mode == PaddingMode::kZeros &&
+         shape_fits(p.in_channels / p.groups, p.out_channels / p.groups, p.kernel_size, p.stride,
+                    p.dilation) &&
+         kernel_loaded<false>();
+}
+
+bool conv_transpose1d_wgmma_supported(const ConvTranspose1dParams& p) {
+  return device_is_sm90() && p.stride == 1 &&
+         shape_fits(p.in_channels / p.groups, p.out_channels / p.groups, p.kernel_size, 1,
+                    p.dilation) &&
+         kernel_loaded<true>();
+}
+
+void launch_conv1d_wgmma(const Conv1dParams& p, TensorView<const float> x, const float* w,
+                         const float* bias, TensorView<float> y, cudaStream_t stream,
+                         const char* name) {
+  WgArgs a = common_args(x, w, bias, y, p.batch, p.groups, p.in_channels, p.out_channels,
+                         p.kernel_size, p.dilation);
+  a.stride = static_cast<int>(p.stride);
+  a.in_offset = -p.pad_left;
+  a.w_co = std::int64_t{a.cin_g} * p.kernel_size;
+  a.w_ci = p.kernel_size;
+  launch<false>(a, stream, name, p);
+}
+
+void launch_conv_transpose1d_wgmma(const ConvTranspose1dParams& p, TensorView<const float> x,
+                                   const float* w, const float* bias, TensorView<float> y,
+                                   cudaStream_t stream, const char* name) {
+  WgArgs a = common_args(x, w, bias, y, p.batch, p.groups, p.in_channels, p.out_channels,
+                         p.kernel_size, p.dilation);
+  a.stride = 1;
+  // y[t] = sum_k x[t + padding - d*k] w[k] = sum_k' x[t + padding - d*(K-1) + d*k'] w[K-1-k'].
+  a.in_offset = p.padding - p.dilation * (p.kernel_size - 1);
+  a.w_co = p.kernel_size;
+  a.w_ci = std::int64_t{a.cout_g} * p.kernel_size;
+  launch<true>(a, stream, name, p);
+}
+
+}  // namespace convbank::detail::cuda
