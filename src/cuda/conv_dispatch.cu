@@ -5,8 +5,8 @@
 // Conv1d:
 //   out frames <= 128 and batch * out * frames * in/groups * K <= 2^22 (a streaming chunk)
 //                                  -> conv1d_direct_flat (one thread per output)
-//   compute capability 9.0, zeros padding, K 2..8, in/groups >= 8, out/groups >= 32 filling
-//   64-column tiles to 3/4, not Winograd's shape (below), at least 2^24 multiply-adds
+//   compute capability 9.0, zeros padding, K <= 8, in/groups >= 8, out/groups >= 32 filling
+//   64-column tiles to 3/4, at least 2^24 multiply-adds
 //                                  -> conv1d_wgmma_3xtf32_128x64 (tensor cores, 3xTF32;
 //                                     CONVBANK_CUDA_WGMMA=1 wherever it applies, =0 never)
 //   K = 3, stride 1, dilation 1, in/groups >= 16, out/groups >= 32
@@ -68,19 +68,15 @@ std::atomic<WgmmaPolicy>& policy_slot() {
 }
 
 // The tensor-core kernel where it measured faster than the FFMA kernels on the H200 (see
-// docs/performance.md): not where Winograd F(4,3) applies (seedA 4.37 vs 4.64 ms, seedB 7.69
-// vs 8.64 ms), not for K = 1 (tcn_pointwise at parity with GEMM v2), and not when the 64-column
-// tiles would be less than 3/4 used (32 columns per group: 1.00 vs 0.84 ms); there it won by
-// 1.1-2.6x (dilated, strided, K = 5..7, dilated transposed).
-bool wgmma_wins(std::int64_t cin_g, std::int64_t cout_g, std::int64_t k, std::int64_t stride,
-                std::int64_t dilation) {
-  const bool winograd = k == 3 && stride == 1 && dilation == 1 && cin_g >= 16 && cout_g >= 32;
+// docs/performance.md): everywhere it applies (seedA 3.98 vs 4.37 ms Winograd, seedB 7.19 vs
+// 7.69, tcn_pointwise 0.86 vs 0.95, dilated/strided/K = 7 layers 1.1-3.2x) except when the
+// 64-column tiles would be less than 3/4 used (32 columns per group: 0.96 vs 0.86 ms).
+bool wgmma_wins(std::int64_t cout_g) {
   const std::int64_t cols = (cout_g + 63) / 64 * 64;
-  return !winograd && k >= 2 && 4 * cout_g >= 3 * cols;
+  return 4 * cout_g >= 3 * cols;
 }
 
-bool use_wgmma(std::int64_t fmas, std::int64_t cin_g, std::int64_t cout_g, std::int64_t k,
-               std::int64_t stride, std::int64_t dilation) {
+bool use_wgmma(std::int64_t fmas, std::int64_t cout_g) {
   switch (wgmma_policy()) {
     case WgmmaPolicy::kNever:
       return false;
@@ -89,7 +85,7 @@ bool use_wgmma(std::int64_t fmas, std::int64_t cin_g, std::int64_t cout_g, std::
     case WgmmaPolicy::kAuto:
       break;
   }
-  return fmas >= kWgmmaMinFmas && wgmma_wins(cin_g, cout_g, k, stride, dilation);
+  return fmas >= kWgmmaMinFmas && wgmma_wins(cout_g);
 }
 
 struct Choice {
@@ -247,9 +243,7 @@ Choice choose(const Conv1dParams& p) {
   if (p.out_frames <= 128 && outputs * cin_g * p.kernel_size <= kTinyConvFmas) {
     return {Family::kDirectFlat, GemmTile::k128x128, "conv1d_direct_flat"};
   }
-  if (use_wgmma(outputs * cin_g * p.kernel_size, cin_g, cout_g, p.kernel_size, p.stride,
-                p.dilation) &&
-      conv1d_wgmma_supported(p)) {
+  if (use_wgmma(outputs * cin_g * p.kernel_size, cout_g) && conv1d_wgmma_supported(p)) {
     return {Family::kWgmma, GemmTile::k128x128, "conv1d_wgmma_3xtf32_128x64"};
   }
   if (p.kernel_size == 3 && p.stride == 1 && p.dilation == 1 && cin_g >= 16 && cout_g >= 32) {
@@ -267,8 +261,7 @@ Choice choose(const Conv1dParams& p) {
 Choice choose(const ConvTranspose1dParams& p) {
   const std::int64_t cin_g = p.in_channels / p.groups;
   const std::int64_t cout_g = p.out_channels / p.groups;
-  if (use_wgmma(p.batch * p.out_channels * p.out_frames * cin_g * p.kernel_size, cin_g, cout_g,
-                p.kernel_size, 1, p.dilation) &&
+  if (use_wgmma(p.batch * p.out_channels * p.out_frames * cin_g * p.kernel_size, cout_g) &&
       conv_transpose1d_wgmma_supported(p)) {
     return {Family::kWgmma, GemmTile::k128x128, "conv_transpose1d_wgmma_3xtf32_128x64"};
   }

@@ -27,10 +27,13 @@
 // and the input shifted by padding - dilation * (K-1): done by the weight split's index map.
 //
 // Non-finite values: the split turns Inf into Inf + NaN (Inf - Inf), and Inf times a zero
-// small part into NaN, so a block whose input slab or weights hold a NaN/Inf (or a finite value
-// whose tf32 rounding overflows) recomputes its outputs with the direct fp32 formula, which
-// gives PyTorch's classes exactly. The check is one compare per split value.
+// small part into NaN, so the classes would differ from PyTorch's. An input NaN/Inf (or a
+// finite value whose tf32 rounding overflows) makes every output whose window holds it NaN, so
+// a block with a non-finite stored output, or any block when the weight split flagged a
+// non-finite weight, recomputes its outputs with the direct fp32 formula, which gives
+// PyTorch's classes exactly. Finite data pays one compare per output.
 #include <mutex>
+#include <type_traits>
 
 #include "cuda/conv_common.cuh"
 #include "cuda/dispatch.hpp"
@@ -78,6 +81,8 @@ __host__ __device__ __forceinline__ int plane_offset(int r, int n) {
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 
+// d (+)= a * b; kScaleD = 0 overwrites d (the first product of a chunk).
+template <int kScaleD = 1>
 __device__ __forceinline__ void wgmma_tf32(float (&d)[32], const std::uint32_t (&a)[4],
                                            std::uint64_t b) {
   asm volatile(
@@ -86,13 +91,13 @@ __device__ __forceinline__ void wgmma_tf32(float (&d)[32], const std::uint32_t (
       "%8, %9, %10, %11, %12, %13, %14, %15, "
       "%16, %17, %18, %19, %20, %21, %22, %23, "
       "%24, %25, %26, %27, %28, %29, %30, %31"
-      "}, {%32, %33, %34, %35}, %36, 1, 1, 1;\n"
+      "}, {%32, %33, %34, %35}, %36, %37, 1, 1;\n"
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
         "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
         "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]),
         "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]),
         "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b));
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "n"(kScaleD));
 }
 
 __device__ __forceinline__ std::uint32_t smem_addr(const void* p) {
@@ -306,52 +311,38 @@ __global__ void __launch_bounds__(kWgThreads, kMinBlocks)
         const float* xst = base + 2 * plane + shift;
         const std::uint32_t big_addr = smem_addr(base);
         const std::uint32_t small_addr = big_addr + plane * 4;
-#pragma unroll
-        for (int m = 0; m < 2; ++m) {
-#pragma unroll
-          for (int i = 0; i < kN / 2; ++i) acc[m][i] = 0.0f;
-        }
-        // Two 8-deep reduction steps per wgmma group: fragment loads and splits, twelve
-        // wgmmas, then wait for them. The wait retires the group before anything else runs:
-        // wgmma reads its A registers asynchronously and the compiler does not know it, so the
-        // fragments are pinned (an empty asm that "modifies" them) after the wait and their
-        // registers are not reused earlier. (One step per group measured 5.69 ms on seedA.)
-        auto load_step = [&](int st, std::uint32_t(&hi)[2][4], std::uint32_t(&lo)[2][4]) {
+        // One 8-deep reduction step per wgmma group: fragment loads and splits, six wgmmas,
+        // then wait for them. The wait retires the group before anything else runs: wgmma reads
+        // its A registers asynchronously and the compiler does not know it, so the fragment is
+        // pinned (an empty asm that "modifies" it) after the wait and its registers are not
+        // reused earlier. The chunk's first product overwrites acc (scale-d 0) instead of a
+        // zeroing pass.
+        auto step = [&](auto first, int st) {
           const int tap = st / tap_steps;
           const int x0 = (st - tap * tap_steps) * 8 * a.pitch + tap * a.dilation;
+          std::uint32_t hi[2][4], lo[2][4];
 #pragma unroll
           for (int m = 0; m < 2; ++m) {
 #pragma unroll
-            for (int i = 0; i < 4; ++i) {
-              ok &= split_tf32(xst[x0 + m * m_off + a_off[i]], hi[m][i], lo[m][i]);
-            }
+            for (int i = 0; i < 4; ++i)
+              split_tf32(xst[x0 + m * m_off + a_off[i]], hi[m][i], lo[m][i]);
           }
-        };
-        auto issue_step = [&](int st, const std::uint32_t(&hi)[2][4],
-                              const std::uint32_t(&lo)[2][4]) {
           const std::uint32_t step_bytes = st * (kN / 8) * 256;
           const std::uint64_t db = b_desc(big_addr + step_bytes);
           const std::uint64_t ds = b_desc(small_addr + step_bytes);
+          wgmma_fence();
 #pragma unroll
           for (int m = 0; m < 2; ++m) {
-            wgmma_tf32(acc[m], lo[m], db);
+            wgmma_tf32<decltype(first)::value ? 0 : 1>(acc[m], lo[m], db);
             wgmma_tf32(acc[m], hi[m], ds);
             wgmma_tf32(acc[m], hi[m], db);
           }
-        };
-        for (int st = 0; st < steps; st += 2) {
-          const bool two = st + 1 < steps;
-          std::uint32_t hi0[2][4], lo0[2][4], hi1[2][4], lo1[2][4];
-          load_step(st, hi0, lo0);
-          load_step(two ? st + 1 : st, hi1, lo1);
-          wgmma_fence();
-          issue_step(st, hi0, lo0);
-          if (two) issue_step(st + 1, hi1, lo1);
           wgmma_commit();
           wgmma_wait<0>();
-          pin_operands(hi0, lo0);
-          pin_operands(hi1, lo1);
-        }
+          pin_operands(hi, lo);
+        };
+        step(std::true_type{}, 0);
+        for (int st = 1; st < steps; ++st) step(std::false_type{}, st);
         fence_operands(acc[0]);
         fence_operands(acc[1]);
 #pragma unroll
@@ -365,8 +356,23 @@ __global__ void __launch_bounds__(kWgThreads, kMinBlocks)
       }
       cp_async_wait<0>();
 
+      // Non-finite inputs show up as non-finite outputs (their split gives NaN small parts);
+      // non-finite weights were flagged by the split kernel.
+#pragma unroll
+      for (int m = 0; m < 2; ++m) {
+#pragma unroll
+        for (int j = 0; j < kN / 8; ++j) {
+#pragma unroll
+          for (int v = 0; v < 4; ++v) {
+            const int co = co0 + j * 8 + 2 * q + (v & 1);
+            const std::int64_t t = t0 + m * 64 + frag_row + (v >> 1) * 8;
+            if (co < a.cout_g && t < a.out_frames) ok &= isfinite(sum[m][j * 4 + v]);
+          }
+        }
+      }
       if (__syncthreads_or(!ok)) {
-        // A NaN/Inf in this block's inputs or in the weights: the direct formula, as PyTorch.
+        // A NaN/Inf in this block's outputs or in the weights: the direct formula, whose
+        // classes (NaN, +-Inf) are PyTorch's.
         const float* wg = a.w + g * a.w_gs;
         for (int e = tid; e < kWgRows * kN; e += kWgThreads) {
           const int row = e % kWgRows, col = e / kWgRows;
@@ -541,8 +547,8 @@ void launch(WgArgs a, cudaStream_t stream, const char* name, const LaunchShape& 
   const std::size_t bytes = smem_bytes(a.taps, a.stride, a.dilation);
   const dim3 grid(grid_dim(a.t_tiles * a.n_tiles, kMaxGridX), 1, grid_dim(a.bg_count, kMaxGridYZ));
   // Three blocks per multiprocessor where their shared memory fits (registers capped at 168,
-  // a few bytes of spill): the kernel is latency-bound, and 12 warps instead of 8 measured
-  // 4.64 vs 5.61 ms on seedA, 8.64 vs 10.18 ms on seedB.
+  // no spill): the kernel is latency-bound, and 12 warps instead of 8 measured 4.64 vs 5.61 ms
+  // on seedA and 8.64 vs 10.18 ms on seedB.
   if (3 * (bytes + 1024) <= 228 * 1024) {
     conv1d_wgmma_3xtf32_kernel<kT, 3><<<grid, kWgThreads, bytes, stream>>>(a, flag);
   } else {
