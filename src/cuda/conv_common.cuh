@@ -110,6 +110,29 @@ inline unsigned grid_dim(std::int64_t want, std::int64_t cap) {
   return static_cast<unsigned>(want < cap ? want : cap);
 }
 
+// The operands every kernel family's argument block starts with (batch and channel strides in
+// floats); the blocks are passed to the kernels by value.
+struct ConvViews {
+  const float* x;
+  std::int64_t x_bs, x_cs;
+  const float* w;
+  const float* bias;
+  float* y;
+  std::int64_t y_bs, y_cs;
+};
+
+inline void set_views(ConvViews& a, TensorView<const float> x, const float* w, const float* bias,
+                      TensorView<float> y) {
+  a.x = x.data();
+  a.x_bs = x.batch_stride();
+  a.x_cs = x.channel_stride();
+  a.w = w;
+  a.bias = bias;
+  a.y = y.data();
+  a.y_bs = y.batch_stride();
+  a.y_cs = y.channel_stride();
+}
+
 // ---- launchers (one per kernel family), each in its own .cu ---------------------------------
 
 // Per-output direct kernels: every argument, any shape; coalesced along time.

@@ -17,13 +17,7 @@ constexpr int kDirectThreads = 256;
 constexpr int kDirectPerThread = 4;
 constexpr std::int64_t kDirectFrames = kDirectThreads * kDirectPerThread;
 
-struct DirectArgs {
-  const float* x;
-  std::int64_t x_bs, x_cs;
-  const float* w;
-  const float* bias;
-  float* y;
-  std::int64_t y_bs, y_cs;
+struct DirectArgs : ConvViews {
   std::int64_t out_channels, cin_g, cout_g;
   std::int64_t kernel_size, stride, dilation, pad;  // pad: pad_left (conv) / padding (transpose)
   std::int64_t in_frames, out_frames;
@@ -140,13 +134,7 @@ __global__ void __launch_bounds__(kDirectThreads)
 // (in channel, tap m) it loads one input frame x[q - m] (coalesced along q across the warp) and
 // applies PH weights read as float4 broadcasts from shared memory, staged per channel chunk.
 // Dilation 1. Each output written once, no atomics.
-struct NarrowArgs {
-  const float* x;
-  std::int64_t x_bs, x_cs;
-  const float* w;
-  const float* bias;
-  float* y;
-  std::int64_t y_bs, y_cs;
+struct NarrowArgs : ConvViews {
   std::int64_t rows;  // batch * out_channels
   std::int64_t out_channels;
   int cin_g, cout_g, K, P, T, chunk, phase_groups;
@@ -251,13 +239,7 @@ constexpr int kSplitWarps = kSplitThreads / 32;
 constexpr int kSplitMaxT = 4;
 constexpr int kSplitSmemFloats = 9216;  // max(8 warps * QB * (PH + 1)) over the instantiations
 
-struct SplitArgs {
-  const float* x;
-  std::int64_t x_bs, x_cs;
-  const float* w;
-  const float* bias;
-  float* y;
-  std::int64_t y_bs, y_cs;
+struct SplitArgs : ConvViews {
   std::int64_t rows, out_channels;
   int cin_g, cout_g, K, P, T, chunk;
   std::int64_t pad, q0, qcount, in_frames, out_frames, q_tiles;
@@ -426,14 +408,7 @@ DirectArgs make_args(TensorView<const float> x, const float* w, const float* bia
                      TensorView<float> y, std::int64_t batch, std::int64_t out_channels,
                      std::int64_t cin_g, std::int64_t cout_g, std::int64_t out_frames) {
   DirectArgs a{};
-  a.x = x.data();
-  a.x_bs = x.batch_stride();
-  a.x_cs = x.channel_stride();
-  a.w = w;
-  a.bias = bias;
-  a.y = y.data();
-  a.y_bs = y.batch_stride();
-  a.y_cs = y.channel_stride();
+  set_views(a, x, w, bias, y);
   a.out_channels = out_channels;
   a.cin_g = cin_g;
   a.cout_g = cout_g;
@@ -460,14 +435,7 @@ void launch_conv_transpose1d_narrow(const ConvTranspose1dParams& p, TensorView<c
                                     const float* w, const float* bias, TensorView<float> y,
                                     cudaStream_t stream, const char* name) {
   NarrowArgs a{};
-  a.x = x.data();
-  a.x_bs = x.batch_stride();
-  a.x_cs = x.channel_stride();
-  a.w = w;
-  a.bias = bias;
-  a.y = y.data();
-  a.y_bs = y.batch_stride();
-  a.y_cs = y.channel_stride();
+  set_views(a, x, w, bias, y);
   a.out_channels = p.out_channels;
   a.rows = p.batch * p.out_channels;
   a.cin_g = static_cast<int>(p.in_channels / p.groups);
@@ -509,14 +477,7 @@ void launch_conv_transpose1d_splitk(const ConvTranspose1dParams& p, TensorView<c
                                     const float* w, const float* bias, TensorView<float> y,
                                     cudaStream_t stream, const char* name) {
   SplitArgs a{};
-  a.x = x.data();
-  a.x_bs = x.batch_stride();
-  a.x_cs = x.channel_stride();
-  a.w = w;
-  a.bias = bias;
-  a.y = y.data();
-  a.y_bs = y.batch_stride();
-  a.y_cs = y.channel_stride();
+  set_views(a, x, w, bias, y);
   a.out_channels = p.out_channels;
   a.rows = p.batch * p.out_channels;
   a.cin_g = static_cast<int>(p.in_channels / p.groups);

@@ -22,13 +22,7 @@ namespace {
 
 constexpr int kBK = 8;
 
-struct GemmArgs {
-  const float* x;
-  std::int64_t x_bs, x_cs;
-  const float* w;
-  const float* bias;
-  float* y;
-  std::int64_t y_bs, y_cs;
+struct GemmArgs : ConvViews {
   std::int64_t groups, bg_count;
   int cin_g, cout_g, K;
   std::int64_t in_frames, out_frames;
@@ -329,14 +323,7 @@ void launch_any(const GemmArgs& a, GemmTile tile, cudaStream_t stream, const cha
 GemmArgs common_args(TensorView<const float> x, const float* w, const float* bias,
                      TensorView<float> y) {
   GemmArgs a{};
-  a.x = x.data();
-  a.x_bs = x.batch_stride();
-  a.x_cs = x.channel_stride();
-  a.w = w;
-  a.bias = bias;
-  a.y = y.data();
-  a.y_bs = y.batch_stride();
-  a.y_cs = y.channel_stride();
+  set_views(a, x, w, bias, y);
   a.in_frames = x.frames();
   a.out_frames = y.frames();
   a.vec_store = (reinterpret_cast<std::uintptr_t>(y.data()) % 16 == 0) &&

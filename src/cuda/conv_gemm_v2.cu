@@ -38,6 +38,7 @@
 #include <cstdlib>
 
 #include "cuda/conv_common.cuh"
+#include "cuda/cp_async.cuh"
 
 namespace convbank::detail::cuda {
 
@@ -45,14 +46,8 @@ namespace {
 
 constexpr int kBK = 8;
 
-struct Gemm2Args {
-  const float* x;
-  std::int64_t x_bs, x_cs;
-  const float* w;
+struct Gemm2Args : ConvViews {
   std::int64_t w_gs;  // weight offset per group
-  const float* bias;
-  float* y;
-  std::int64_t y_bs, y_cs;
   std::int64_t groups, bg_count;
   int cin_g, cout_g;
   int M;  // rows
@@ -339,38 +334,6 @@ __global__ void __launch_bounds__((BM / TM) * (BN / TN), (BM / TM) * (BN / TN) >
 // reads touch 4 and 8 distinct float4 (one shared-memory wavefront each); fragments are
 // double-buffered in registers across the 8 reduction rows of a step.
 constexpr int kStages = 4;
-
-__device__ __forceinline__ unsigned smem_addr(const void* p) {
-  return static_cast<unsigned>(__cvta_generic_to_shared(p));
-}
-__device__ __forceinline__ void cp_async4(unsigned dst, const float* src, bool valid) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(src),
-               "r"(valid ? 4 : 0)
-               : "memory");
-#else
-  *reinterpret_cast<float*>(__cvta_shared_to_generic(dst)) = valid ? __ldg(src) : 0.0f;
-#endif
-}
-__device__ __forceinline__ void cp_async16(unsigned dst, const float* src) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(src) : "memory");
-#else
-  *reinterpret_cast<float4*>(__cvta_shared_to_generic(dst)) =
-      __ldg(reinterpret_cast<const float4*>(src));
-#endif
-}
-__device__ __forceinline__ void cp_async_commit() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  asm volatile("cp.async.commit_group;\n" ::: "memory");
-#endif
-}
-template <int N>
-__device__ __forceinline__ void cp_async_wait() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
-#endif
-}
 
 template <int BM, int BN, int TM, int TN, bool Transposed, bool KFast, bool Cluster>
 __global__ void __launch_bounds__((BM / TM) * (BN / TN), (BM / TM) * (BN / TN) >= 256 ? 2 : 4)
@@ -664,14 +627,7 @@ void launch_any(const Gemm2Args& a, GemmTile tile, cudaStream_t stream, const ch
 Gemm2Args common_args(TensorView<const float> x, const float* w, const float* bias,
                       TensorView<float> y) {
   Gemm2Args a{};
-  a.x = x.data();
-  a.x_bs = x.batch_stride();
-  a.x_cs = x.channel_stride();
-  a.w = w;
-  a.bias = bias;
-  a.y = y.data();
-  a.y_bs = y.batch_stride();
-  a.y_cs = y.channel_stride();
+  set_views(a, x, w, bias, y);
   a.in_frames = x.frames();
   a.out_frames = y.frames();
   a.split = 1;

@@ -36,6 +36,7 @@
 #include <type_traits>
 
 #include "cuda/conv_common.cuh"
+#include "cuda/cp_async.cuh"
 #include "cuda/dispatch.hpp"
 
 namespace convbank::detail::cuda {
@@ -49,13 +50,7 @@ constexpr int kWgAhead = 3;      // chunks whose copies are in flight ahead of t
 constexpr int kWgRing = kWgAhead + 1;
 constexpr int kWgMaxTaps = 8;
 
-struct WgArgs {
-  const float* x;
-  std::int64_t x_bs, x_cs;
-  const float* w;
-  const float* bias;
-  float* y;
-  std::int64_t y_bs, y_cs;
+struct WgArgs : ConvViews {
   std::int64_t groups, bg_count;
   int cin_g, cout_g, taps, stride, dilation;
   std::int64_t in_frames, out_frames;
@@ -100,10 +95,6 @@ __device__ __forceinline__ void wgmma_tf32(float (&d)[32], const std::uint32_t (
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "n"(kScaleD));
 }
 
-__device__ __forceinline__ std::uint32_t smem_addr(const void* p) {
-  return static_cast<std::uint32_t>(__cvta_generic_to_shared(p));
-}
-
 __device__ __forceinline__ std::uint32_t to_tf32(float x) {
   std::uint32_t r;
   asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(x));
@@ -118,18 +109,6 @@ __device__ __forceinline__ bool split_tf32(float x, std::uint32_t& big, std::uin
   return fabsf(rest) < INFINITY;
 }
 
-__device__ __forceinline__ void cp_async4(float* dst, const float* src, bool valid) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(smem_addr(dst)), "l"(src),
-               "r"(valid ? 4 : 0)
-               : "memory");
-}
-__device__ __forceinline__ void cp_async_commit() {
-  asm volatile("cp.async.commit_group;\n" ::: "memory");
-}
-template <int N>
-__device__ __forceinline__ void cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
-}
 __device__ __forceinline__ void wgmma_fence() {
   asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
 }
@@ -165,12 +144,6 @@ __device__ __forceinline__ std::uint64_t b_desc(std::uint32_t addr) {
   return static_cast<std::uint64_t>((addr & 0x3FFFF) >> 4) |
          (static_cast<std::uint64_t>(128 >> 4) << 16) |
          (static_cast<std::uint64_t>(256 >> 4) << 32);
-}
-
-__device__ __forceinline__ void cp_async16(float* dst, const float* src, bool valid) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)), "l"(src),
-               "r"(valid ? 16 : 0)
-               : "memory");
 }
 
 #endif  // __CUDA_ARCH_FEAT_SM90_ALL
@@ -257,7 +230,7 @@ __global__ void __launch_bounds__(kWgThreads, kMinBlocks)
           float* dst = smem + (c % kWgRing) * slot;
           const float* src = wplanes + c * std::int64_t{2 * plane};
           for (int i = tid; i < plane_quads; i += kWgThreads)
-            cp_async16(dst + 4 * i, src + 4 * i, true);
+            cp_async16(smem_addr(dst + 4 * i), src + 4 * i, true);
           float* xd = dst + 2 * plane;
           const int ci0 = c * a.ci_chunk;
           const int rows = min(a.ci_chunk, a.cin_g - ci0);
@@ -269,12 +242,12 @@ __global__ void __launch_bounds__(kWgThreads, kMinBlocks)
               const float* row = xg + (ci0 + r) * a.x_cs;
               float* d = xd + r * a.pitch + 4 * j;
               if (r >= rows || (pos >= 0 && pos + 4 <= a.in_frames)) {
-                cp_async16(d, r < rows ? row + pos : a.x, r < rows);
+                cp_async16(smem_addr(d), r < rows ? row + pos : a.x, r < rows);
               } else {
 #pragma unroll
                 for (int u = 0; u < 4; ++u) {
                   const bool in = pos + u >= 0 && pos + u < a.in_frames;
-                  cp_async4(d + u, in ? row + pos + u : a.x, in);
+                  cp_async4(smem_addr(d + u), in ? row + pos + u : a.x, in);
                 }
               }
             }
@@ -283,7 +256,8 @@ __global__ void __launch_bounds__(kWgThreads, kMinBlocks)
               const int r = i / a.span, j = i - r * a.span;
               const std::int64_t pos = slab0 + j;
               const bool in = r < rows && pos >= 0 && pos < a.in_frames;
-              cp_async4(xd + r * a.pitch + j, in ? xg + (ci0 + r) * a.x_cs + pos : a.x, in);
+              cp_async4(smem_addr(xd + r * a.pitch + j), in ? xg + (ci0 + r) * a.x_cs + pos : a.x,
+                        in);
             }
           }
         }
@@ -356,20 +330,27 @@ __global__ void __launch_bounds__(kWgThreads, kMinBlocks)
       }
       cp_async_wait<0>();
 
-      // Non-finite inputs show up as non-finite outputs (their split gives NaN small parts);
-      // non-finite weights were flagged by the split kernel.
+      // Calls fn(value, channel, frame) for each output of this thread the block stores.
+      // Accumulator layout: element [m][4j + v] is frame m*64 + frag_row + (v/2)*8, channel
+      // 8j + 2q + v%2; one store instruction covers 8 consecutive frames of 4 channels: whole
+      // 32-byte sectors.
+      auto for_each_stored = [&](auto&& fn) {
 #pragma unroll
-      for (int m = 0; m < 2; ++m) {
+        for (int m = 0; m < 2; ++m) {
 #pragma unroll
-        for (int j = 0; j < kN / 8; ++j) {
+          for (int j = 0; j < kN / 8; ++j) {
 #pragma unroll
-          for (int v = 0; v < 4; ++v) {
-            const int co = co0 + j * 8 + 2 * q + (v & 1);
-            const std::int64_t t = t0 + m * 64 + frag_row + (v >> 1) * 8;
-            if (co < a.cout_g && t < a.out_frames) ok &= isfinite(sum[m][j * 4 + v]);
+            for (int v = 0; v < 4; ++v) {
+              const int co = co0 + j * 8 + 2 * q + (v & 1);
+              const std::int64_t t = t0 + m * 64 + frag_row + (v >> 1) * 8;
+              if (co < a.cout_g && t < a.out_frames) fn(sum[m][j * 4 + v], co, t);
+            }
           }
         }
-      }
+      };
+      // Non-finite inputs show up as non-finite outputs (their split gives NaN small parts);
+      // non-finite weights were flagged by the split kernel.
+      for_each_stored([&](float v, int, std::int64_t) { ok &= isfinite(v); });
       if (__syncthreads_or(!ok)) {
         // A NaN/Inf in this block's outputs or in the weights: the direct formula, whose
         // classes (NaN, +-Inf) are PyTorch's.
@@ -394,26 +375,10 @@ __global__ void __launch_bounds__(kWgThreads, kMinBlocks)
           a.y[b * a.y_bs + (g * a.cout_g + co) * a.y_cs + t] = s;
         }
       } else {
-        // Accumulator layout: element [m][4j + v] is frame m*64 + frag_row + (v/2)*8,
-        // channel 8j + 2q + v%2. A store instruction writes 8 consecutive frames of 4
-        // channels: whole 32-byte sectors.
         float* yb = a.y + b * a.y_bs + g * a.cout_g * a.y_cs;
-#pragma unroll
-        for (int m = 0; m < 2; ++m) {
-#pragma unroll
-          for (int j = 0; j < kN / 8; ++j) {
-#pragma unroll
-            for (int v = 0; v < 4; ++v) {
-              const int co = co0 + j * 8 + 2 * q + (v & 1);
-              const std::int64_t t = t0 + m * 64 + frag_row + (v >> 1) * 8;
-              if (co < a.cout_g && t < a.out_frames) {
-                float s = sum[m][j * 4 + v];
-                if (a.bias != nullptr) s += __ldg(a.bias + g * a.cout_g + co);
-                yb[co * a.y_cs + t] = s;
-              }
-            }
-          }
-        }
+        for_each_stored([&](float v, int co, std::int64_t t) {
+          yb[co * a.y_cs + t] = a.bias != nullptr ? v + __ldg(a.bias + g * a.cout_g + co) : v;
+        });
       }
       __syncthreads();  // the next tile's copies reuse the ring
     }
@@ -563,14 +528,7 @@ WgArgs common_args(TensorView<const float> x, const float* w, const float* bias,
                    std::int64_t in_channels, std::int64_t out_channels, std::int64_t taps,
                    std::int64_t dilation) {
   WgArgs a{};
-  a.x = x.data();
-  a.x_bs = x.batch_stride();
-  a.x_cs = x.channel_stride();
-  a.w = w;
-  a.bias = bias;
-  a.y = y.data();
-  a.y_bs = y.batch_stride();
-  a.y_cs = y.channel_stride();
+  set_views(a, x, w, bias, y);
   a.groups = groups;
   a.bg_count = batch * groups;
   a.cin_g = static_cast<int>(in_channels / groups);

@@ -45,13 +45,7 @@ constexpr int kUPairs = kWCk * kWCo;                          // 512
 constexpr int kVPer = (kVPairs + kWThreads - 1) / kWThreads;  // 2
 constexpr int kUPer = (kUPairs + kWThreads - 1) / kWThreads;  // 3
 
-struct WinoArgs {
-  const float* x;
-  std::int64_t x_bs, x_cs;
-  const float* w;
-  const float* bias;
-  float* y;
-  std::int64_t y_bs, y_cs;
+struct WinoArgs : ConvViews {
   std::int64_t groups, bg_count;
   int cin_g, cout_g;
   std::int64_t in_frames, out_frames;
@@ -330,14 +324,7 @@ WinoArgs common_args(TensorView<const float> x, const float* w, const float* bia
                      TensorView<float> y, std::int64_t batch, std::int64_t groups,
                      std::int64_t in_channels, std::int64_t out_channels) {
   WinoArgs a{};
-  a.x = x.data();
-  a.x_bs = x.batch_stride();
-  a.x_cs = x.channel_stride();
-  a.w = w;
-  a.bias = bias;
-  a.y = y.data();
-  a.y_bs = y.batch_stride();
-  a.y_cs = y.channel_stride();
+  set_views(a, x, w, bias, y);
   a.groups = groups;
   a.bg_count = batch * groups;
   a.cin_g = static_cast<int>(in_channels / groups);
