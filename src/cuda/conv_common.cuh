@@ -110,19 +110,12 @@ inline unsigned grid_dim(std::int64_t want, std::int64_t cap) {
   return static_cast<unsigned>(want < cap ? want : cap);
 }
 
-// The operands every kernel family's argument block starts with (batch and channel strides in
-// floats); the blocks are passed to the kernels by value.
-struct ConvViews {
-  const float* x;
-  std::int64_t x_bs, x_cs;
-  const float* w;
-  const float* bias;
-  float* y;
-  std::int64_t y_bs, y_cs;
-};
-
-inline void set_views(ConvViews& a, TensorView<const float> x, const float* w, const float* bias,
-                      TensorView<float> y) {
+// Sets the operand pointers and strides every kernel family's argument block carries under the
+// same names (x, x_bs, x_cs, w, bias, y, y_bs, y_cs; strides in floats). A template, not a
+// shared base struct: the blocks' layouts (kernel parameters) stay as they were.
+template <class Args>
+void set_views(Args& a, TensorView<const float> x, const float* w, const float* bias,
+               TensorView<float> y) {
   a.x = x.data();
   a.x_bs = x.batch_stride();
   a.x_cs = x.channel_stride();

@@ -17,7 +17,13 @@ constexpr int kDirectThreads = 256;
 constexpr int kDirectPerThread = 4;
 constexpr std::int64_t kDirectFrames = kDirectThreads * kDirectPerThread;
 
-struct DirectArgs : ConvViews {
+struct DirectArgs {
+  const float* x;
+  std::int64_t x_bs, x_cs;
+  const float* w;
+  const float* bias;
+  float* y;
+  std::int64_t y_bs, y_cs;
   std::int64_t out_channels, cin_g, cout_g;
   std::int64_t kernel_size, stride, dilation, pad;  // pad: pad_left (conv) / padding (transpose)
   std::int64_t in_frames, out_frames;
@@ -134,7 +140,13 @@ __global__ void __launch_bounds__(kDirectThreads)
 // (in channel, tap m) it loads one input frame x[q - m] (coalesced along q across the warp) and
 // applies PH weights read as float4 broadcasts from shared memory, staged per channel chunk.
 // Dilation 1. Each output written once, no atomics.
-struct NarrowArgs : ConvViews {
+struct NarrowArgs {
+  const float* x;
+  std::int64_t x_bs, x_cs;
+  const float* w;
+  const float* bias;
+  float* y;
+  std::int64_t y_bs, y_cs;
   std::int64_t rows;  // batch * out_channels
   std::int64_t out_channels;
   int cin_g, cout_g, K, P, T, chunk, phase_groups;
@@ -239,7 +251,13 @@ constexpr int kSplitWarps = kSplitThreads / 32;
 constexpr int kSplitMaxT = 4;
 constexpr int kSplitSmemFloats = 9216;  // max(8 warps * QB * (PH + 1)) over the instantiations
 
-struct SplitArgs : ConvViews {
+struct SplitArgs {
+  const float* x;
+  std::int64_t x_bs, x_cs;
+  const float* w;
+  const float* bias;
+  float* y;
+  std::int64_t y_bs, y_cs;
   std::int64_t rows, out_channels;
   int cin_g, cout_g, K, P, T, chunk;
   std::int64_t pad, q0, qcount, in_frames, out_frames, q_tiles;

@@ -22,7 +22,13 @@ namespace {
 
 constexpr int kBK = 8;
 
-struct GemmArgs : ConvViews {
+struct GemmArgs {
+  const float* x;
+  std::int64_t x_bs, x_cs;
+  const float* w;
+  const float* bias;
+  float* y;
+  std::int64_t y_bs, y_cs;
   std::int64_t groups, bg_count;
   int cin_g, cout_g, K;
   std::int64_t in_frames, out_frames;

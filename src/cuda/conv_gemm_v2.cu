@@ -46,8 +46,14 @@ namespace {
 
 constexpr int kBK = 8;
 
-struct Gemm2Args : ConvViews {
+struct Gemm2Args {
+  const float* x;
+  std::int64_t x_bs, x_cs;
+  const float* w;
   std::int64_t w_gs;  // weight offset per group
+  const float* bias;
+  float* y;
+  std::int64_t y_bs, y_cs;
   std::int64_t groups, bg_count;
   int cin_g, cout_g;
   int M;  // rows

@@ -50,7 +50,13 @@ constexpr int kWgAhead = 3;      // chunks whose copies are in flight ahead of t
 constexpr int kWgRing = kWgAhead + 1;
 constexpr int kWgMaxTaps = 8;
 
-struct WgArgs : ConvViews {
+struct WgArgs {
+  const float* x;
+  std::int64_t x_bs, x_cs;
+  const float* w;
+  const float* bias;
+  float* y;
+  std::int64_t y_bs, y_cs;
   std::int64_t groups, bg_count;
   int cin_g, cout_g, taps, stride, dilation;
   std::int64_t in_frames, out_frames;

@@ -45,7 +45,13 @@ constexpr int kUPairs = kWCk * kWCo;                          // 512
 constexpr int kVPer = (kVPairs + kWThreads - 1) / kWThreads;  // 2
 constexpr int kUPer = (kUPairs + kWThreads - 1) / kWThreads;  // 3
 
-struct WinoArgs : ConvViews {
+struct WinoArgs {
+  const float* x;
+  std::int64_t x_bs, x_cs;
+  const float* w;
+  const float* bias;
+  float* y;
+  std::int64_t y_bs, y_cs;
   std::int64_t groups, bg_count;
   int cin_g, cout_g;
   std::int64_t in_frames, out_frames;
