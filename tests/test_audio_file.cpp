@@ -16,43 +16,18 @@
 #include "convbank/error.hpp"
 #include "convbank/io/audio_file.hpp"
 #include "convbank/tensor.hpp"
+#include "test_files.hpp"
 
 namespace {
+
+using test_files::error_of;
+using test_files::TempDir;
 
 namespace fs = std::filesystem;
 using convbank::Shape;
 using convbank::Tensor;
 using convbank::TensorView;
 namespace io = convbank::io;
-
-class TempDir {
- public:
-  TempDir() {
-    static std::atomic<int> counter{0};
-    path_ = fs::temp_directory_path() /
-            ("convbank-test-audio-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
-    fs::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  std::string file(const std::string& name) const { return (path_ / name).string(); }
-
- private:
-  fs::path path_;
-};
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const convbank::Error& e) {
-    return e.what();
-  }
-  return "<no error>";
-}
 
 bool contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;

@@ -13,8 +13,11 @@
 #include "convbank/filterbank.hpp"
 #include "convbank/io/npy.hpp"
 #include "convbank/presets.hpp"
+#include "test_files.hpp"
 
 namespace {
+
+using test_files::error_of;
 
 using convbank::BandLayout;
 using convbank::ChannelMode;
@@ -49,15 +52,6 @@ double snr_db(const Tensor& want, const Tensor& got, std::int64_t from, std::int
     }
   }
   return e == 0 ? 400.0 : 10.0 * std::log10(s / e);
-}
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const convbank::Error& e) {
-    return e.what();
-  }
-  return "";
 }
 
 // Streams x (batch 1, C channels) through a fresh FilterBankStream in random chunks.

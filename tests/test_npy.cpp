@@ -19,45 +19,20 @@
 #include "convbank/error.hpp"
 #include "convbank/io/npy.hpp"
 #include "convbank/tensor.hpp"
+#include "test_files.hpp"
 
 namespace {
+
+using test_files::error_of;
+using test_files::read_bytes;
+using test_files::TempDir;
+using test_files::write_bytes;
 
 namespace fs = std::filesystem;
 using convbank::Error;
 using convbank::Shape;
 using convbank::Tensor;
 namespace io = convbank::io;
-
-// A fresh directory under the system temp dir, removed with everything in it.
-class TempDir {
- public:
-  TempDir() {
-    static std::atomic<int> counter{0};
-    path_ = fs::temp_directory_path() /
-            ("convbank-test-npy-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
-    fs::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  std::string file(const std::string& name) const { return (path_ / name).string(); }
-
- private:
-  fs::path path_;
-};
-
-void write_bytes(const std::string& path, const std::string& bytes) {
-  std::ofstream(path, std::ios::binary)
-      .write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-}
-
-std::string read_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
 
 std::string dict(const std::string& descr, const std::string& shape,
                  const std::string& fortran = "False") {
@@ -84,18 +59,6 @@ template <class T>
 std::string raw(const std::vector<T>& values) {
   static_assert(std::endian::native == std::endian::little, "the fixtures are little-endian");
   return std::string(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(T));
-}
-
-// The message of the convbank::Error that `f` throws, or a marker that fails every check.
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    return std::string("<not a convbank::Error: ") + e.what() + ">";
-  }
-  return "<no error>";
 }
 
 bool contains(const std::string& text, const std::string& part) {

@@ -24,8 +24,11 @@
 #include "convbank/io/npy.hpp"
 #include "convbank/presets.hpp"
 #include "convbank/tensor.hpp"
+#include "test_files.hpp"
 
 namespace {
+
+using test_files::error_of;
 
 namespace presets = convbank::presets;
 using convbank::Error;
@@ -139,15 +142,6 @@ std::vector<double> dft_magnitude(const float* h, std::int64_t n) {
     mag[static_cast<std::size_t>(k)] = std::hypot(re, im);
   }
   return mag;
-}
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "<no convbank::Error thrown>";
 }
 
 }  // namespace

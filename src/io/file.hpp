@@ -3,11 +3,14 @@
 #pragma once
 
 #include <cerrno>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "convbank/error.hpp"
+#include "convbank/tensor.hpp"
 
 namespace convbank::io::detail {
 
@@ -44,6 +47,24 @@ inline void read_exact(File& file, void* dst, std::size_t bytes, const char* for
     throw Error(std::string(format) + " file '" + path + "': short read of " + what +
                 ": expected " + std::to_string(bytes) + " bytes, got " + std::to_string(got) +
                 (io_error ? " (" + file.error_text() + ")" : " (file changed while reading?)"));
+  }
+}
+
+// The tensor an array of `shape` loads into: rank 1 is (frames), 2 (channels, frames), 3 (batch,
+// channels, frames). Other ranks throw Error("<where>: shape <shape_text> has rank R; ...").
+inline Tensor tensor_for_shape(const std::vector<std::int64_t>& shape, const std::string& where,
+                               const std::string& shape_text) {
+  switch (shape.size()) {
+    case 1:
+      return Tensor(Shape{1, 1, shape[0]});
+    case 2:
+      return Tensor::unbatched(shape[0], shape[1]);
+    case 3:
+      return Tensor(Shape{shape[0], shape[1], shape[2]});
+    default:
+      throw Error(where + ": shape " + shape_text + " has rank " + std::to_string(shape.size()) +
+                  "; a tensor needs rank 1 (frames), 2 (channels, frames) or 3 (batch, channels, "
+                  "frames)");
   }
 }
 

@@ -505,22 +505,7 @@ Tensor read_npy(const std::string& path) {
   errno = 0;
   File file(path, "rb");
   const Header h = open_and_read_header(file, path);
-  Tensor t;
-  switch (h.shape.size()) {
-    case 1:
-      t = Tensor(Shape{1, 1, h.shape[0]});
-      break;
-    case 2:
-      t = Tensor::unbatched(h.shape[0], h.shape[1]);
-      break;
-    case 3:
-      t = Tensor(Shape{h.shape[0], h.shape[1], h.shape[2]});
-      break;
-    default:
-      fail(path, "shape " + shape_text(h.shape) + " has rank " + std::to_string(h.shape.size()) +
-                     "; a tensor needs rank 1 (frames), 2 (channels, frames) or 3 (batch, "
-                     "channels, frames)");
-  }
+  Tensor t = detail::tensor_for_shape(h.shape, "NPY file '" + path + "'", shape_text(h.shape));
   read_data(file, h, t.data(), path);
   return t;
 }

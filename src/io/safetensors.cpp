@@ -564,23 +564,8 @@ std::vector<float> Safetensors::data(const std::string& key) const {
 
 Tensor Safetensors::tensor(const std::string& key) const {
   const SafetensorsInfo& i = info(key);
-  Tensor t;
-  switch (i.shape.size()) {
-    case 1:
-      t = Tensor(Shape{1, 1, i.shape[0]});
-      break;
-    case 2:
-      t = Tensor::unbatched(i.shape[0], i.shape[1]);
-      break;
-    case 3:
-      t = Tensor(Shape{i.shape[0], i.shape[1], i.shape[2]});
-      break;
-    default:
-      fail(name_, "tensor " + quote_key(key) + ": shape " + shape_text(i.shape) + " has rank " +
-                      std::to_string(i.shape.size()) +
-                      "; a tensor needs rank 1 (frames), 2 (channels, frames) or 3 (batch, "
-                      "channels, frames)");
-  }
+  Tensor t = detail::tensor_for_shape(
+      i.shape, "safetensors file '" + name_ + "': tensor " + quote_key(key), shape_text(i.shape));
   if (!convert(i.dtype, buffer_.data() + i.data_begin, static_cast<std::size_t>(i.numel),
                t.data())) {
     fail(name_, "tensor " + quote_key(key) + ": dtype " + i.dtype +
