@@ -9,6 +9,7 @@
 #include <memory>
 #include <new>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include "convbank/conv.hpp"
@@ -109,6 +110,17 @@ std::shared_ptr<Layer> make(
   return layer;
 }
 
+// The streaming workload's chain: Conv1d 1 -> 512 K16 s8, then ConvTranspose1d 512 -> 1 K16 s8.
+std::pair<std::shared_ptr<convbank::Conv1d>, std::shared_ptr<convbank::ConvTranspose1d>>
+make_tasnet(std::mt19937_64& rng) {
+  return {make<convbank::Conv1d>(
+              {.in_channels = 1, .out_channels = 512, .kernel_size = 16, .stride = 8},
+              Shape{512, 1, 16}, rng),
+          make<convbank::ConvTranspose1d>(
+              {.in_channels = 512, .out_channels = 1, .kernel_size = 16, .stride = 8},
+              Shape{512, 1, 16}, rng)};
+}
+
 struct Counts {
   std::int64_t allocations = 0, deallocations = 0, eigen = 0;
 };
@@ -164,12 +176,7 @@ TEST_CASE("stream: no allocation in process() after prepare (counted operator ne
   REQUIRE(g_allocations.load() - before >= 2);
 
   SUBCASE("TasNet chain, batch 1 and 8") {
-    auto enc = make<convbank::Conv1d>(
-        {.in_channels = 1, .out_channels = 512, .kernel_size = 16, .stride = 8}, Shape{512, 1, 16},
-        rng);
-    auto dec = make<convbank::ConvTranspose1d>(
-        {.in_channels = 512, .out_channels = 1, .kernel_size = 16, .stride = 8}, Shape{512, 1, 16},
-        rng);
+    const auto [enc, dec] = make_tasnet(rng);
     for (std::int64_t batch : {1, 8}) {
       convbank::StreamChain chain;
       chain.add(enc).add(dec);
@@ -220,12 +227,7 @@ TEST_CASE("cuda:stream no allocation in process() on CUDA after warm_up (graph r
     return;
   }
   std::mt19937_64 rng(4);
-  auto enc = make<convbank::Conv1d>(
-      {.in_channels = 1, .out_channels = 512, .kernel_size = 16, .stride = 8}, Shape{512, 1, 16},
-      rng);
-  auto dec = make<convbank::ConvTranspose1d>(
-      {.in_channels = 512, .out_channels = 1, .kernel_size = 16, .stride = 8}, Shape{512, 1, 16},
-      rng);
+  const auto [enc, dec] = make_tasnet(rng);
   for (std::int64_t batch : {1, 8}) {
     convbank::StreamChain chain;
     chain.add(enc).add(dec);
@@ -300,12 +302,7 @@ TEST_CASE("stream: no allocation in a CUDA stream's process() or flush() after w
     return;
   }
   std::mt19937_64 rng(9);
-  auto enc = make<convbank::Conv1d>(
-      {.in_channels = 1, .out_channels = 512, .kernel_size = 16, .stride = 8}, Shape{512, 1, 16},
-      rng);
-  auto dec = make<convbank::ConvTranspose1d>(
-      {.in_channels = 512, .out_channels = 1, .kernel_size = 16, .stride = 8}, Shape{512, 1, 16},
-      rng);
+  const auto [enc, dec] = make_tasnet(rng);
   convbank::StreamChain chain;
   chain.add(enc).add(dec);
   chain.prepare(256, 2, convbank::Device::kCuda);
