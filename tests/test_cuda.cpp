@@ -612,8 +612,8 @@ TEST_CASE("cuda: conv1d random grid against the float64 oracle") {
           stats.worst, " at ", stats.worst_config, "; kernels: ", join(stats.kernels));
   CHECK(stats.runs >= 300);
   // Every kernel family was exercised by the grid.
-  for (const char* k :
-       {"conv1d_winograd_f43_ffma", "conv1d_direct_coalesced", "conv1d_direct_flat"}) {
+  for (const char* k : {"conv1d_winograd_f43_ffma", "conv1d_direct_coalesced", "conv1d_direct_flat",
+                        "conv1d_encoder_ffma", "conv1d_depthwise_staged"}) {
     CHECK_MESSAGE(stats.kernels.count(k) == 1, "grid never ran ", k);
   }
   for (const char* prefix : {"conv1d_implicit_gemm_ffma_", "conv1d_gemm_v2_ffma_"}) {
@@ -752,6 +752,124 @@ TEST_CASE("cuda: phase GEMM with the reduction split over clusters (STFT-like de
   }
 }
 
+// The memory-bound kernels (conv_memory.cu) on the shapes that reach them: one-channel encoders
+// (ragged channel and frame tiles, groups, every padding mode, stride above K, K = 1), depthwise
+// layers (channel multipliers, stride, dilation, windows over several blocks) and decoders
+// (2 and 4 taps, 4/8/16 phases with unused ones, padding that starts mid-block, output_padding,
+// groups, misaligned rows). The decoders are sized to well over 200 blocks, above the
+// multiprocessor count below which the split-reduction kernel takes them instead.
+TEST_CASE("cuda: memory-bound kernels (encoder, depthwise, decoder) against the float64 oracle") {
+  CUDA_OR_SKIP();
+  GridStats stats;
+  std::uint64_t seed = 4242;
+  using C = Conv1dOptions;
+  using T = ConvTranspose1dOptions;
+  std::set<std::string> expected;
+  auto conv = [&](const C& o, std::int64_t n, std::int64_t frames, bool strided, const char* k) {
+    expected.insert(k);
+    CHECK(std::string(kernel_of(Conv1d(o), Shape{n, o.in_channels, frames})) == k);
+    CHECK(run_config<Conv1d, C>(o, n, frames, strided, seed++, stats));
+  };
+  auto transpose = [&](const T& o, std::int64_t n, std::int64_t frames, bool strided,
+                       const char* k) {
+    expected.insert(k);
+    CHECK(std::string(kernel_of(ConvTranspose1d(o), Shape{n, o.in_channels, frames})) == k);
+    CHECK(run_config<ConvTranspose1d, T>(o, n, frames, strided, seed++, stats));
+  };
+  const char* enc = "conv1d_encoder_ffma";
+  const char* dw = "conv1d_depthwise_staged";
+  const char* dec = "conv_transpose1d_decoder_ffma";
+  conv({.in_channels = 1, .out_channels = 512, .kernel_size = 16, .stride = 8}, 2, 3001, true, enc);
+  conv({.in_channels = 1,
+        .out_channels = 70,
+        .kernel_size = 64,
+        .stride = 16,
+        .padding = 5,
+        .padding_mode = PaddingMode::kReflect},
+       2, 4000, false, enc);
+  conv({.in_channels = 3,
+        .out_channels = 60,
+        .kernel_size = 7,
+        .stride = 3,
+        .padding = 4,
+        .dilation = 2,
+        .groups = 3,
+        .padding_mode = PaddingMode::kCircular},
+       2, 1500, true, enc);
+  conv({.in_channels = 1,
+        .out_channels = 16,
+        .kernel_size = 5,
+        .padding = 2,
+        .padding_mode = PaddingMode::kReplicate},
+       3, 777, false, enc);
+  conv({.in_channels = 1, .out_channels = 32, .kernel_size = 1}, 2, 500, false, enc);
+  conv({.in_channels = 1, .out_channels = 40, .kernel_size = 4, .stride = 6, .bias = false}, 2, 999,
+       false, enc);
+  conv({.in_channels = 64,
+        .out_channels = 64,
+        .kernel_size = 3,
+        .padding = 8,
+        .dilation = 8,
+        .groups = 64},
+       2, 5000, true, dw);
+  conv({.in_channels = 16,
+        .out_channels = 48,
+        .kernel_size = 5,
+        .stride = 2,
+        .padding = 2,
+        .groups = 16,
+        .padding_mode = PaddingMode::kReflect},
+       2, 3000, false, dw);
+  conv({.in_channels = 8,
+        .out_channels = 8,
+        .kernel_size = 31,
+        .padding = Padding::same(),
+        .groups = 8,
+        .padding_mode = PaddingMode::kReplicate},
+       1, 2100, false, dw);
+  conv({.in_channels = 4,
+        .out_channels = 4,
+        .kernel_size = 9,
+        .stride = 7,
+        .padding = 4,
+        .dilation = 3,
+        .groups = 4,
+        .padding_mode = PaddingMode::kCircular},
+       2, 9000, true, dw);
+  conv({.in_channels = 1, .out_channels = 1, .kernel_size = 3}, 3, 4097, false, dw);
+  transpose({.in_channels = 24, .out_channels = 4, .kernel_size = 16, .stride = 8, .padding = 4}, 4,
+            13000, false, dec);
+  transpose({.in_channels = 24, .out_channels = 4, .kernel_size = 16, .stride = 8, .padding = 4}, 4,
+            13000, true, dec);
+  transpose({.in_channels = 40,
+             .out_channels = 1,
+             .kernel_size = 12,
+             .stride = 3,
+             .padding = 2,
+             .output_padding = 1},
+            8, 30000, false, dec);
+  transpose({.in_channels = 10,
+             .out_channels = 2,
+             .kernel_size = 32,
+             .stride = 16,
+             .padding = 40,
+             .groups = 2},
+            70, 2100, true, dec);
+  transpose({.in_channels = 33, .out_channels = 1, .kernel_size = 40, .stride = 10, .padding = 17},
+            210, 1000, false, dec);
+  transpose({.in_channels = 16,
+             .out_channels = 3,
+             .kernel_size = 6,
+             .stride = 2,
+             .padding = 1,
+             .bias = false},
+            70, 1030, false, dec);
+  MESSAGE("memory-bound kernels: worst ", stats.worst, " at ", stats.worst_config,
+          "; kernels: ", join(stats.kernels));
+  CHECK(stats.runs == 17);
+  CHECK(stats.kernels == expected);
+}
+
 TEST_CASE("cuda:sanitize small grid (compute-sanitizer subset)") {
   CUDA_OR_SKIP();
   GridStats a, b;
@@ -773,6 +891,8 @@ TEST_CASE("cuda:sanitize user stream and seed-like shapes") {
       {"dec-small", true, 2, 512, 1, 129, 16, 8, 0, 1, 1},
       {"stft-small", true, 1, 514, 1, 9, 512, 128, 0, 1, 1},
       {"dw-small", false, 2, 64, 64, 999, 3, 1, 8, 8, 64},
+      {"enc-mid", false, 2, 1, 512, 3001, 16, 8, 0, 1, 1},
+      {"dec-wide", true, 160, 16, 1, 300, 16, 8, 0, 1, 1},
       {"up-small", true, 2, 64, 32, 333, 4, 2, 1, 1, 1},
   };
   for (const auto& w : small) check_workload(w, stream);
@@ -796,8 +916,9 @@ TEST_CASE("cuda: 64-bit sizes (more than 2^31 elements per tensor)") {
   CUDA_OR_SKIP();
   // batch * channels * frames > 2^31 through each family; frames near the end are checked.
   const Workload big[] = {
-      {"direct-frames>2^31", false, 1, 1, 1, (1LL << 31) + 1001, 3, 1, 1, 1, 1},
-      {"gemm-2^31", false, 1, 1, 16, (1LL << 27) + 333, 5, 1, 2, 1, 1},
+      {"depthwise-frames>2^31", false, 1, 1, 1, (1LL << 31) + 1001, 3, 1, 1, 1, 1},
+      {"encoder-2^31", false, 1, 1, 16, (1LL << 27) + 333, 5, 1, 2, 1, 1},
+      {"gemm-2^31", false, 1, 2, 16, (1LL << 27) + 333, 5, 1, 2, 1, 1},
       {"winograd-2^31", false, 1, 16, 32, (1LL << 26) + 77, 3, 1, 1, 1, 1},
   };
   for (const auto& w : big) check_workload(w);
@@ -960,6 +1081,11 @@ void for_each_kernel_family(Run&& run) {
     const ConvTranspose1dOptions o{
         .in_channels = 64, .out_channels = 1, .kernel_size = 16, .stride = 8, .padding = 0};
     run(o, 2, 300);
+  }
+  {  // the same decoder on enough rows for one block per multiprocessor: the decoder kernel
+    const ConvTranspose1dOptions o{
+        .in_channels = 16, .out_channels = 1, .kernel_size = 16, .stride = 8, .padding = 3};
+    run(o, 200, 300);
   }
   {
     const ConvTranspose1dOptions o{

@@ -6,6 +6,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <string>
 
 #include "convbank/error.hpp"
@@ -101,6 +102,12 @@ inline bool cluster_launch_supported() {
   return ok;
 }
 
+// A benchmarking knob from the environment (0 when unset); callers read it once, into a static.
+inline int env_int(const char* name) {
+  const char* v = std::getenv(name);
+  return v != nullptr ? std::atoi(v) : 0;
+}
+
 // Grid extents are capped; kernels loop over the rest (64-bit work counts).
 constexpr std::int64_t kMaxGridX = 1LL << 30;
 constexpr std::int64_t kMaxGridYZ = 65535;
@@ -155,6 +162,26 @@ int splitk_cluster_size(const ConvTranspose1dParams& p);
 void launch_conv_transpose1d_splitk(const ConvTranspose1dParams& p, TensorView<const float> x,
                                     const float* w, const float* bias, TensorView<float> y,
                                     cudaStream_t stream, const char* name);
+
+// Memory-bound kernels (conv_memory.cu). Conv1d with one input channel per group: the encoder
+// for >= 16 outputs per group, the depthwise kernel for fewer; each while its staged input
+// window fits in shared memory (any padding mode, stride, dilation).
+bool conv1d_encoder_supported(const Conv1dParams& p);
+void launch_conv1d_encoder(const Conv1dParams& p, TensorView<const float> x, const float* w,
+                           const float* bias, TensorView<float> y, cudaStream_t stream,
+                           const char* name);
+bool conv1d_depthwise_supported(const Conv1dParams& p);
+void launch_conv1d_depthwise(const Conv1dParams& p, TensorView<const float> x, const float* w,
+                             const float* bias, TensorView<float> y, cudaStream_t stream,
+                             const char* name);
+// ConvTranspose1d decoder: dilation 1, stride 2..16, K a multiple of the stride, K / stride <= 4
+// taps; every input channel of an output block is summed in one thread (no split reduction),
+// so it wants at least conv_transpose1d_decoder_blocks(p) >= the multiprocessor count.
+bool conv_transpose1d_decoder_supported(const ConvTranspose1dParams& p);
+std::int64_t conv_transpose1d_decoder_blocks(const ConvTranspose1dParams& p);
+void launch_conv_transpose1d_decoder(const ConvTranspose1dParams& p, TensorView<const float> x,
+                                     const float* w, const float* bias, TensorView<float> y,
+                                     cudaStream_t stream, const char* name);
 
 // Tile configurations of the FFMA implicit GEMM (rows x cols per block).
 enum class GemmTile { k128x128, k64x128, k32x128, k16x128 };

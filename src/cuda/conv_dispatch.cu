@@ -11,7 +11,11 @@
 //                                     CONVBANK_CUDA_WGMMA=1 wherever it applies, =0 never)
 //   K = 3, stride 1, dilation 1, in/groups >= 16, out/groups >= 32
 //                                  -> conv1d_winograd_f43_ffma
-//   out/groups <= 4 (depthwise, few outputs per group)
+//   in/groups = 1, out/groups >= 16 (one-channel encoders), input window fits shared memory
+//                                  -> conv1d_encoder_ffma
+//   in/groups = 1, out/groups < 16 (depthwise), input window fits shared memory
+//                                  -> conv1d_depthwise_staged
+//   out/groups <= 4 (few outputs per group)
 //                                  -> conv1d_direct_coalesced
 //   zeros padding (or none), in/groups * K >= 32 (pointwise, large-stride encoders, ...)
 //                                  -> conv1d_gemm_v2_ffma_{128,64,32}x128
@@ -23,7 +27,10 @@
 //                                  -> conv_transpose1d_wgmma_3xtf32_128x64
 //   stride 1, dilation 1, K = 3, in/groups >= 16, out/groups >= 32
 //                                  -> conv_transpose1d_winograd_f43_ffma
-//   dilation 1, stride 2..16, K % stride == 0, K / stride <= 4, out/groups <= 4 (decoders)
+//   dilation 1, stride 2..16, K % stride == 0, K / stride <= 4, out/groups <= 4 (decoders),
+//   at least one block of 1024 output blocks per multiprocessor
+//                                  -> conv_transpose1d_decoder_ffma
+//   the same decoders with fewer blocks
 //                                  -> conv_transpose1d_polyphase_splitk (its channels split
 //                                     over a thread-block cluster when its tiles underfill the
 //                                     GPU, sm_90+)
@@ -50,7 +57,19 @@ namespace convbank::detail::cuda {
 
 namespace {
 
-enum class Family { kDirect, kDirectFlat, kGemm, kGemm2, kWinograd, kNarrow, kSplitK, kWgmma };
+enum class Family {
+  kDirect,
+  kDirectFlat,
+  kGemm,
+  kGemm2,
+  kWinograd,
+  kNarrow,
+  kSplitK,
+  kWgmma,
+  kEncoder,
+  kDepthwise,
+  kDecoder
+};
 
 // Multiply-adds up to which a Conv1d of short rows runs one thread per output.
 constexpr std::int64_t kTinyConvFmas = std::int64_t{1} << 22;
@@ -95,12 +114,8 @@ struct Choice {
   int split = 1;
 };
 
-// Benchmarking knobs, read once: CONVBANK_CUDA_PHASE_TILE=128|64|32 and
+// Benchmarking knobs, read once (env_int): CONVBANK_CUDA_PHASE_TILE=128|64|32 and
 // CONVBANK_CUDA_PHASE_SPLIT=1..8 force the transposed phase GEMM's tile rows and split.
-int env_int(const char* name) {
-  const char* v = std::getenv(name);
-  return v != nullptr ? std::atoi(v) : 0;
-}
 
 const char* phase_split_name(GemmTile tile, int split) {
   static const auto names = [] {
@@ -249,6 +264,12 @@ Choice choose(const Conv1dParams& p) {
   if (p.kernel_size == 3 && p.stride == 1 && p.dilation == 1 && cin_g >= 16 && cout_g >= 32) {
     return {Family::kWinograd, GemmTile::k128x128, "conv1d_winograd_f43_ffma"};
   }
+  if (cin_g == 1 && cout_g >= 16 && conv1d_encoder_supported(p)) {
+    return {Family::kEncoder, GemmTile::k128x128, "conv1d_encoder_ffma"};
+  }
+  if (cin_g == 1 && cout_g < 16 && conv1d_depthwise_supported(p)) {
+    return {Family::kDepthwise, GemmTile::k128x128, "conv1d_depthwise_staged"};
+  }
   if (cout_g <= 4) return {Family::kDirect, GemmTile::k128x128, "conv1d_direct_coalesced"};
   if (conv1d_gemm_v2_supported(p)) {
     const GemmTile tile = pick_tile_v2(cout_g, p.out_frames, p.batch * p.groups);
@@ -267,6 +288,10 @@ Choice choose(const ConvTranspose1dParams& p) {
   }
   if (p.kernel_size == 3 && p.stride == 1 && p.dilation == 1 && cin_g >= 16 && cout_g >= 32) {
     return {Family::kWinograd, GemmTile::k128x128, "conv_transpose1d_winograd_f43_ffma"};
+  }
+  if (cout_g <= 4 && conv_transpose1d_decoder_supported(p) &&
+      conv_transpose1d_decoder_blocks(p) >= num_sms()) {
+    return {Family::kDecoder, GemmTile::k128x128, "conv_transpose1d_decoder_ffma"};
   }
   if (cout_g <= 4 && conv_transpose1d_splitk_supported(p)) {
     return {Family::kSplitK, GemmTile::k128x128, "conv_transpose1d_polyphase_splitk"};
@@ -391,9 +416,16 @@ void conv1d(const Conv1dParams& p, TensorView<const float> input, const float* w
     case Family::kDirectFlat:
       launch_conv1d_direct_flat(p, input, weight, bias, output, s, c.name);
       break;
+    case Family::kEncoder:
+      launch_conv1d_encoder(p, input, weight, bias, output, s, c.name);
+      break;
+    case Family::kDepthwise:
+      launch_conv1d_depthwise(p, input, weight, bias, output, s, c.name);
+      break;
     case Family::kDirect:
     case Family::kNarrow:
     case Family::kSplitK:
+    case Family::kDecoder:
       launch_conv1d_direct(p, input, weight, bias, output, s, c.name);
       break;
   }
@@ -416,7 +448,12 @@ void conv_transpose1d(const ConvTranspose1dParams& p, TensorView<const float> in
       break;
     case Family::kDirect:
     case Family::kDirectFlat:
+    case Family::kEncoder:
+    case Family::kDepthwise:
       launch_conv_transpose1d_direct(p, input, weight, bias, output, s, c.name);
+      break;
+    case Family::kDecoder:
+      launch_conv_transpose1d_decoder(p, input, weight, bias, output, s, c.name);
       break;
     case Family::kNarrow:
       launch_conv_transpose1d_narrow(p, input, weight, bias, output, s, c.name);

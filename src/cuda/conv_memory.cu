@@ -1,0 +1,554 @@
+// Kernels for layers bound by memory traffic rather than arithmetic: one-channel encoders
+// (1 -> many), depthwise layers and many -> few decoders. Each moves every element of its big
+// tensor once, in whole 128-byte lines, and keeps the arithmetic in registers:
+//   conv1d_encoder_ffma          one input channel per group, >= 16 outputs per group: a block
+//                                stages its input window once in shared memory, split into
+//                                `stride` phase rows so that lanes on consecutive frames read
+//                                consecutive words, and writes 128 frames x 64/128 channels.
+//   conv1d_depthwise_staged      one input channel per group, < 16 outputs per group: a block
+//                                stages the window of 1024..4096 frames of one row.
+//   conv_transpose1d_decoder_ffma  few outputs per group (decoders), stride 2..16, K a multiple
+//                                of the stride: each lane reads 4 consecutive input frames of a
+//                                channel with one 16-byte load; the 8 warps of a block split
+//                                the input channels and add their sums in shared memory.
+#include <algorithm>
+#include <cstdint>
+
+#include "cuda/conv_common.cuh"
+
+namespace convbank::detail::cuda {
+
+namespace {
+
+// ---- encoder ---------------------------------------------------------------------------------
+
+constexpr int kEncThreads = 256;
+constexpr int kEncWarps = kEncThreads / 32;
+constexpr int kEncPerLane = 4;                // frames per lane, 32 apart
+constexpr int kEncFrames = 32 * kEncPerLane;  // frames per block
+// Dynamic shared memory a block may use without opting in (48 KB): weights + input window.
+constexpr int kEncSmemFloats = 12288;
+
+struct EncArgs {
+  const float* x;
+  std::int64_t x_bs, x_cs;
+  const float* w;
+  const float* bias;
+  float* y;
+  std::int64_t y_bs, y_cs;
+  std::int64_t batch, cout_g, groups, c_tiles, t_tiles;
+  std::int64_t pad, in_frames, out_frames;
+  int K, stride, dilation, mode;
+  int window, phase_len;  // staged window (floats) and its length per phase row
+};
+
+std::int64_t encoder_window(const Conv1dParams& p) {
+  return (kEncFrames - 1) * p.stride + (p.kernel_size - 1) * p.dilation + 1;
+}
+std::int64_t encoder_phase_len(const Conv1dParams& p) {
+  return (encoder_window(p) + p.stride - 1) / p.stride;
+}
+std::int64_t encoder_smem_floats(const Conv1dParams& p, int rows_per_warp) {
+  return kEncWarps * rows_per_warp * p.kernel_size + p.stride * encoder_phase_len(p);
+}
+
+// RC output channels per warp (a block: 8 * RC channels x 128 frames). Per tap a lane reads 4
+// input words and RC / 4 broadcast float4 weights for 4 * RC multiply-adds.
+template <int RC>
+__global__ void __launch_bounds__(kEncThreads) conv1d_encoder_kernel(EncArgs a) {
+  static_assert(RC % 4 == 0, "weights are read as float4");
+  constexpr int CO = kEncWarps * RC;
+  extern __shared__ __align__(16) float sm[];
+  float* sw = sm;             // [K][CO]
+  float* sx = sm + a.K * CO;  // [stride][phase_len]: window position i at (i % s, i / s)
+  const int tid = threadIdx.x;
+  const int lane = tid & 31;
+  const int warp = tid >> 5;
+  const int s = a.stride;
+  const int dq = a.dilation / s;
+  const int dr = a.dilation - dq * s;
+  for (std::int64_t b = blockIdx.z; b < a.batch; b += gridDim.z) {
+    for (std::int64_t gy = blockIdx.y; gy < a.groups * a.c_tiles; gy += gridDim.y) {
+      const std::int64_t g = gy / a.c_tiles;
+      const std::int64_t o0 = (gy - g * a.c_tiles) * CO;  // first channel of the tile, in group
+      const float* xrow = a.x + b * a.x_bs + g * a.x_cs;
+      __syncthreads();  // the previous tile's weights are no longer read
+      for (int i = tid; i < CO * a.K; i += kEncThreads) {
+        const int c = i / a.K;
+        const int k = i - c * a.K;
+        sw[k * CO + c] = o0 + c < a.cout_g ? __ldg(a.w + (g * a.cout_g + o0 + c) * a.K + k) : 0.0f;
+      }
+      for (std::int64_t tt = blockIdx.x; tt < a.t_tiles; tt += gridDim.x) {
+        const std::int64_t t0 = tt * kEncFrames;
+        const std::int64_t pos0 = t0 * s - a.pad;
+        __syncthreads();  // the previous window is no longer read
+        if (pos0 >= 0 && pos0 + a.window <= a.in_frames) {
+          for (int i = tid; i < a.window; i += kEncThreads) {
+            const int q = i / s;
+            sx[(i - q * s) * a.phase_len + q] = __ldg(xrow + pos0 + i);
+          }
+        } else {
+          for (int i = tid; i < a.window; i += kEncThreads) {
+            const int q = i / s;
+            sx[(i - q * s) * a.phase_len + q] = load_padded(xrow, pos0 + i, a.in_frames, a.mode);
+          }
+        }
+        __syncthreads();
+        float acc[RC][kEncPerLane];
+#pragma unroll
+        for (int c = 0; c < RC; ++c)
+#pragma unroll
+          for (int j = 0; j < kEncPerLane; ++j) acc[c][j] = 0.0f;
+        // Tap k reads window position t * s + k * d: phase row (k * d) % s, column t + (k * d) / s.
+        int ph = 0, col = 0;
+        const float* wk = sw + warp * RC;
+        for (int k = 0; k < a.K; ++k) {
+          const float* xk = sx + ph * a.phase_len + col + lane;
+          float xv[kEncPerLane];
+#pragma unroll
+          for (int j = 0; j < kEncPerLane; ++j) xv[j] = xk[32 * j];
+#pragma unroll
+          for (int c4 = 0; c4 < RC / 4; ++c4) {
+            const float4 w4 = *reinterpret_cast<const float4*>(wk + 4 * c4);
+#pragma unroll
+            for (int j = 0; j < kEncPerLane; ++j) {
+              acc[4 * c4 + 0][j] = fmaf(w4.x, xv[j], acc[4 * c4 + 0][j]);
+              acc[4 * c4 + 1][j] = fmaf(w4.y, xv[j], acc[4 * c4 + 1][j]);
+              acc[4 * c4 + 2][j] = fmaf(w4.z, xv[j], acc[4 * c4 + 2][j]);
+              acc[4 * c4 + 3][j] = fmaf(w4.w, xv[j], acc[4 * c4 + 3][j]);
+            }
+          }
+          wk += CO;
+          ph += dr;
+          col += dq;
+          if (ph >= s) {
+            ph -= s;
+            ++col;
+          }
+        }
+#pragma unroll
+        for (int c = 0; c < RC; ++c) {
+          const std::int64_t o = o0 + warp * RC + c;
+          if (o < a.cout_g) {
+            const std::int64_t oc = g * a.cout_g + o;
+            const float bias = a.bias != nullptr ? __ldg(a.bias + oc) : 0.0f;
+            float* yrow = a.y + b * a.y_bs + oc * a.y_cs;
+#pragma unroll
+            for (int j = 0; j < kEncPerLane; ++j) {
+              const std::int64_t t = t0 + lane + 32 * j;
+              if (t < a.out_frames) yrow[t] = acc[c][j] + bias;
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+// ---- depthwise -------------------------------------------------------------------------------
+
+constexpr int kDwThreads = 256;
+// Dynamic shared memory a block may use without opting in (48 KB): the input window.
+constexpr int kDwSmemFloats = 12288;
+
+struct DwArgs {
+  const float* x;
+  std::int64_t x_bs, x_cs;
+  const float* w;
+  const float* bias;
+  float* y;
+  std::int64_t y_bs, y_cs;
+  std::int64_t out_channels, cout_g, t_tiles, items;  // items = batch * out_channels * t_tiles
+  std::int64_t pad, in_frames, out_frames;
+  int K, stride, dilation, mode, window;
+};
+
+// Input window of a block of 256 threads taking `per_thread` frames each.
+std::int64_t depthwise_window(const Conv1dParams& p, int per_thread) {
+  return (std::int64_t{kDwThreads} * per_thread - 1) * p.stride + (p.kernel_size - 1) * p.dilation +
+         1;
+}
+
+// Frames per thread: as many (up to 16) as the window allows, for more loads in flight.
+int depthwise_per_thread(const Conv1dParams& p) {
+  for (int pt : {16, 8, 4}) {
+    if (depthwise_window(p, pt) <= kDwSmemFloats) return pt;
+  }
+  return 0;
+}
+
+// A block stages the input window of PT * 256 consecutive output frames of one row, then each
+// thread computes frames tid, tid + 256, ... so every load and store of a warp is 32
+// consecutive words.
+template <int PT>
+__global__ void __launch_bounds__(kDwThreads) conv1d_depthwise_kernel(DwArgs a) {
+  constexpr int kFrames = kDwThreads * PT;
+  extern __shared__ float sx[];
+  const int tid = threadIdx.x;
+  for (std::int64_t item = blockIdx.x; item < a.items; item += gridDim.x) {
+    const std::int64_t row = item / a.t_tiles;
+    const std::int64_t t0 = (item - row * a.t_tiles) * kFrames;
+    const std::int64_t b = row / a.out_channels;
+    const std::int64_t o = row - b * a.out_channels;
+    const float* xrow = a.x + b * a.x_bs + (o / a.cout_g) * a.x_cs;
+    const std::int64_t pos0 = t0 * a.stride - a.pad;
+    __syncthreads();  // the previous row's window is no longer read
+    if (pos0 >= 0 && pos0 + a.window <= a.in_frames) {
+#pragma unroll 8
+      for (int i = tid; i < a.window; i += kDwThreads) sx[i] = __ldg(xrow + pos0 + i);
+    } else {
+      for (int i = tid; i < a.window; i += kDwThreads) {
+        sx[i] = load_padded(xrow, pos0 + i, a.in_frames, a.mode);
+      }
+    }
+    __syncthreads();
+    const float init = a.bias != nullptr ? __ldg(a.bias + o) : 0.0f;
+    float acc[PT];
+#pragma unroll
+    for (int j = 0; j < PT; ++j) acc[j] = init;
+    const float* wrow = a.w + o * a.K;
+    const float* xs = sx + tid * a.stride;
+    const int step = kDwThreads * a.stride;
+    for (int k = 0; k < a.K; ++k) {
+      const float wk = __ldg(wrow + k);
+      const float* xk = xs + k * a.dilation;
+#pragma unroll
+      for (int j = 0; j < PT; ++j) acc[j] = fmaf(wk, xk[j * step], acc[j]);
+    }
+    float* yrow = a.y + b * a.y_bs + o * a.y_cs;
+#pragma unroll
+    for (int j = 0; j < PT; ++j) {
+      const std::int64_t t = t0 + tid + j * kDwThreads;
+      if (t < a.out_frames) yrow[t] = acc[j];
+    }
+  }
+}
+
+// ---- decoder ---------------------------------------------------------------------------------
+
+constexpr int kDecThreads = 256;
+constexpr int kDecWarps = kDecThreads / 32;
+constexpr int kDecMaxT = 4;      // taps per phase
+constexpr int kDecBlocks = 128;  // output blocks (of `stride` frames) per thread block
+constexpr int kDecSmemFloats = 8192;
+
+struct DecArgs {
+  const float* x;
+  std::int64_t x_bs, x_cs;
+  const float* w;
+  const float* bias;
+  float* y;
+  std::int64_t y_bs, y_cs;
+  std::int64_t out_channels, rows, q_tiles;
+  std::int64_t pad, q_begin, q_end, qbase, in_frames, out_frames;
+  int cin_g, cout_g, K, P, T, chunk;
+};
+
+// Output block q holds frames t = q * P + p - pad (p < P) and sums x[c][q - m] * w[c][m * P + p]
+// over channels c and taps m < T. Lane l owns blocks ql = qb + 4l .. ql + 3: one float4 of each
+// channel, the T - 1 frames before it from the lane below (lane 0 loads them). The 8 warps take
+// interleaved groups of U channels (so no sum runs over more than 1/8 of the channels: fp32
+// error grows with the length of a serial sum) and their partial sums are added in warp order
+// through shared memory. The next group's loads are issued before the current group's
+// arithmetic, so each warp always has loads in flight.
+// Vec: the rows are 16-byte aligned (ql is a multiple of 4), so the float4 load is one access.
+// MT: taps per phase the code is unrolled for (a.T <= MT).
+template <int PH, int MT, bool Vec>
+__global__ void __launch_bounds__(kDecThreads, 2) conv_transpose1d_decoder_kernel(DecArgs a) {
+  constexpr int U = PH >= 16 ? 2 : 4;  // channels per group
+  constexpr int H = MT > 1 ? MT - 1 : 1;
+  __shared__ __align__(16) float sw[kDecSmemFloats];  // weights: [channel][tap][phase]
+  __shared__ float red[kDecWarps * 32 * PH];          // the warps' partial sums, one round
+  const int tid = threadIdx.x;
+  const int lane = tid & 31;
+  const int warp = tid >> 5;
+  // All of a row's weights fit (the usual case): staged once per row, not per tile.
+  const bool resident = a.chunk >= a.cin_g;
+  for (std::int64_t row = blockIdx.y; row < a.rows; row += gridDim.y) {
+    const std::int64_t b = row / a.out_channels;
+    const std::int64_t o = row - b * a.out_channels;
+    const std::int64_t g = o / a.cout_g;
+    const std::int64_t ol = o - g * a.cout_g;
+    const float* xg = a.x + b * a.x_bs + g * a.cin_g * a.x_cs;
+    auto stage = [&](int c0, int cn) {
+      __syncthreads();  // the previous weights are no longer read
+      for (int i = tid; i < cn * a.T * PH; i += kDecThreads) {
+        const int p = i % PH;
+        const int m = (i / PH) % a.T;
+        const int ci = i / (PH * a.T);
+        sw[i] = p < a.P ? __ldg(a.w + ((g * a.cin_g + c0 + ci) * a.cout_g + ol) * a.K + m * a.P + p)
+                        : 0.0f;
+      }
+      __syncthreads();
+    };
+    if (resident) stage(0, a.cin_g);
+    for (std::int64_t qt = blockIdx.x; qt < a.q_tiles; qt += gridDim.x) {
+      const std::int64_t qb = a.qbase + qt * kDecBlocks;
+      const std::int64_t ql = qb + 4 * lane;
+      const bool full = ql + 3 < a.in_frames;
+      float acc[4][PH];
+#pragma unroll
+      for (int j = 0; j < 4; ++j)
+#pragma unroll
+        for (int p = 0; p < PH; ++p) acc[j][p] = 0.0f;
+      for (int c0 = 0; c0 < a.cin_g; c0 += a.chunk) {
+        const int cn = min(a.chunk, a.cin_g - c0);
+        if (!resident) stage(c0, cn);
+        // Group `ci` (its first channel in the chunk) into v (frames ql..ql+3) and h (lane 0:
+        // frames ql-1..ql-H); channels past the chunk read as zeros.
+        auto load = [&](int ci, float(&v)[U][4], float(&h)[U][H]) {
+#pragma unroll
+          for (int u = 0; u < U; ++u) {
+            const float* xr = xg + static_cast<std::int64_t>(c0 + ci + u) * a.x_cs;
+            const bool live = ci + u < cn;
+            if (Vec && full && live) {
+              const float4 f = __ldg(reinterpret_cast<const float4*>(xr + ql));
+              v[u][0] = f.x;
+              v[u][1] = f.y;
+              v[u][2] = f.z;
+              v[u][3] = f.w;
+            } else {
+#pragma unroll
+              for (int j = 0; j < 4; ++j) {
+                v[u][j] = live && ql + j < a.in_frames ? __ldg(xr + ql + j) : 0.0f;
+              }
+            }
+#pragma unroll
+            for (int m = 1; m <= H; ++m) {
+              const std::int64_t q = ql - m;
+              h[u][m - 1] =
+                  live && lane == 0 && m < a.T && q >= 0 && q < a.in_frames ? __ldg(xr + q) : 0.0f;
+            }
+          }
+        };
+        float v[U][4], h[U][H];
+        load(warp * U, v, h);
+        for (int ci = warp * U; ci < cn; ci += kDecWarps * U) {
+          float nv[U][4], nh[U][H];
+          load(ci + kDecWarps * U, nv, nh);
+#pragma unroll
+          for (int u = 0; u < U; ++u) {
+            // win[MT - 1 + j - m] = x[ql + j - m]
+            float win[MT - 1 + 4];
+#pragma unroll
+            for (int j = 0; j < 4; ++j) win[MT - 1 + j] = v[u][j];
+#pragma unroll
+            for (int m = 1; m < MT; ++m) {
+              const float below = __shfl_up_sync(0xffffffffu, v[u][4 - m], 1);
+              win[MT - 1 - m] = lane == 0 ? h[u][m - 1] : below;
+            }
+            if (ci + u >= cn) break;  // uniform across the warp
+            const float* wc = sw + (ci + u) * a.T * PH;
+#pragma unroll
+            for (int m = 0; m < MT; ++m) {
+              if (m < a.T) {
+#pragma unroll
+                for (int p4 = 0; p4 < PH / 4; ++p4) {
+                  const float4 w4 = *reinterpret_cast<const float4*>(wc + m * PH + 4 * p4);
+#pragma unroll
+                  for (int j = 0; j < 4; ++j) {
+                    const float xv = win[MT - 1 + j - m];
+                    acc[j][4 * p4 + 0] = fmaf(w4.x, xv, acc[j][4 * p4 + 0]);
+                    acc[j][4 * p4 + 1] = fmaf(w4.y, xv, acc[j][4 * p4 + 1]);
+                    acc[j][4 * p4 + 2] = fmaf(w4.z, xv, acc[j][4 * p4 + 2]);
+                    acc[j][4 * p4 + 3] = fmaf(w4.w, xv, acc[j][4 * p4 + 3]);
+                  }
+                }
+              }
+            }
+          }
+#pragma unroll
+          for (int u = 0; u < U; ++u) {
+#pragma unroll
+            for (int j = 0; j < 4; ++j) v[u][j] = nv[u][j];
+#pragma unroll
+            for (int m = 0; m < H; ++m) h[u][m] = nh[u][m];
+          }
+        }
+      }
+      // The tile's 128 * P outputs are contiguous. In 4 rounds of 32 blocks (lanes 8r..8r+7 of
+      // every warp), the warps' partial sums meet in shared memory and are added in warp order.
+      const float bias = a.bias != nullptr ? __ldg(a.bias + o) : 0.0f;
+      float* yrow = a.y + b * a.y_bs + o * a.y_cs;
+      const int span = 32 * a.P;  // outputs per round
+#pragma unroll
+      for (int r = 0; r < 4; ++r) {
+        __syncthreads();  // the previous round's (or tile's) partials are no longer read
+        if (lane >> 3 == r) {
+          float* part = red + warp * 32 * PH;
+#pragma unroll
+          for (int j = 0; j < 4; ++j)
+#pragma unroll
+            for (int p = 0; p < PH; ++p)
+              if (p < a.P) part[((lane & 7) * 4 + j) * a.P + p] = acc[j][p];
+        }
+        __syncthreads();
+        const std::int64_t qr = qb + 32 * r;
+        for (int i = tid; i < span; i += kDecThreads) {
+          float sum = red[i];
+#pragma unroll
+          for (int w = 1; w < kDecWarps; ++w) sum += red[w * 32 * PH + i];
+          const std::int64_t q = qr + i / a.P;
+          const std::int64_t t = qr * a.P - a.pad + i;
+          if (q >= a.q_begin && q < a.q_end && t >= 0 && t < a.out_frames) yrow[t] = sum + bias;
+        }
+      }
+    }
+  }
+}
+
+template <int PH, int MT>
+void launch_decoder(const DecArgs& a, bool vec, dim3 grid, cudaStream_t stream) {
+  if (vec) {
+    conv_transpose1d_decoder_kernel<PH, MT, true><<<grid, kDecThreads, 0, stream>>>(a);
+  } else {
+    conv_transpose1d_decoder_kernel<PH, MT, false><<<grid, kDecThreads, 0, stream>>>(a);
+  }
+}
+
+template <int PH>
+void launch_decoder(const DecArgs& a, bool vec, dim3 grid, cudaStream_t stream) {
+  if (a.T <= 2) {
+    launch_decoder<PH, 2>(a, vec, grid, stream);
+  } else {
+    launch_decoder<PH, kDecMaxT>(a, vec, grid, stream);
+  }
+}
+
+int decoder_phases(std::int64_t stride) {
+  return stride <= 4 ? 4 : (stride <= 8 ? 8 : 16);
+}
+
+}  // namespace
+
+// ---- launchers -------------------------------------------------------------------------------
+
+bool conv1d_encoder_supported(const Conv1dParams& p) {
+  return p.in_channels == p.groups && p.out_channels / p.groups >= 16 &&
+         encoder_smem_floats(p, 8) <= kEncSmemFloats;
+}
+
+void launch_conv1d_encoder(const Conv1dParams& p, TensorView<const float> x, const float* w,
+                           const float* bias, TensorView<float> y, cudaStream_t stream,
+                           const char* name) {
+  EncArgs a{};
+  set_views(a, x, w, bias, y);
+  a.batch = p.batch;
+  a.cout_g = p.out_channels / p.groups;
+  a.groups = p.groups;
+  a.t_tiles = (p.out_frames + kEncFrames - 1) / kEncFrames;
+  a.pad = p.pad_left;
+  a.in_frames = p.in_frames;
+  a.out_frames = p.out_frames;
+  a.K = static_cast<int>(p.kernel_size);
+  a.stride = static_cast<int>(p.stride);
+  a.dilation = static_cast<int>(p.dilation);
+  a.mode = to_pad_mode(p.padding_mode);
+  a.window = static_cast<int>(encoder_window(p));
+  a.phase_len = static_cast<int>(encoder_phase_len(p));
+  // 64 channels per block (8 per warp: 64 registers, four blocks per multiprocessor) measured
+  // faster than 128 (16 per warp, two blocks) on enc_tasnet: 0.273 vs 0.297 ms.
+  // CONVBANK_CUDA_ENCODER_ROWS=16 (rows per warp) runs the wide tile where it fits.
+  static const int forced = env_int("CONVBANK_CUDA_ENCODER_ROWS");
+  const bool wide = forced == 16 && encoder_smem_floats(p, 16) <= kEncSmemFloats;
+  const int rc = wide ? 16 : 8;
+  a.c_tiles = (a.cout_g + kEncWarps * rc - 1) / (kEncWarps * rc);
+  // About eight blocks per multiprocessor, each looping over frame tiles with its weights staged
+  // once.
+  const std::int64_t pairs = a.groups * a.c_tiles * p.batch;
+  const std::int64_t per_pair = (8LL * num_sms() + pairs - 1) / pairs;
+  const dim3 grid(grid_dim(std::min(a.t_tiles, per_pair), kMaxGridX),
+                  grid_dim(a.groups * a.c_tiles, kMaxGridYZ), grid_dim(p.batch, kMaxGridYZ));
+  const std::size_t smem = sizeof(float) * static_cast<std::size_t>(encoder_smem_floats(p, rc));
+  if (wide) {
+    conv1d_encoder_kernel<16><<<grid, kEncThreads, smem, stream>>>(a);
+  } else {
+    conv1d_encoder_kernel<8><<<grid, kEncThreads, smem, stream>>>(a);
+  }
+  check_launch(name, p);
+}
+
+bool conv1d_depthwise_supported(const Conv1dParams& p) {
+  return p.in_channels == p.groups && depthwise_per_thread(p) > 0;
+}
+
+void launch_conv1d_depthwise(const Conv1dParams& p, TensorView<const float> x, const float* w,
+                             const float* bias, TensorView<float> y, cudaStream_t stream,
+                             const char* name) {
+  DwArgs a{};
+  set_views(a, x, w, bias, y);
+  const int pt = depthwise_per_thread(p);
+  a.out_channels = p.out_channels;
+  a.cout_g = p.out_channels / p.groups;
+  a.t_tiles = (p.out_frames + kDwThreads * pt - 1) / (kDwThreads * pt);
+  a.items = p.batch * p.out_channels * a.t_tiles;
+  a.pad = p.pad_left;
+  a.in_frames = p.in_frames;
+  a.out_frames = p.out_frames;
+  a.K = static_cast<int>(p.kernel_size);
+  a.stride = static_cast<int>(p.stride);
+  a.dilation = static_cast<int>(p.dilation);
+  a.mode = to_pad_mode(p.padding_mode);
+  a.window = static_cast<int>(depthwise_window(p, pt));
+  const unsigned grid = grid_dim(a.items, kMaxGridX);
+  const std::size_t smem = sizeof(float) * static_cast<std::size_t>(a.window);
+  if (pt == 16) {
+    conv1d_depthwise_kernel<16><<<grid, kDwThreads, smem, stream>>>(a);
+  } else if (pt == 8) {
+    conv1d_depthwise_kernel<8><<<grid, kDwThreads, smem, stream>>>(a);
+  } else {
+    conv1d_depthwise_kernel<4><<<grid, kDwThreads, smem, stream>>>(a);
+  }
+  check_launch(name, p);
+}
+
+bool conv_transpose1d_decoder_supported(const ConvTranspose1dParams& p) {
+  return p.dilation == 1 && p.stride >= 2 && p.stride <= 16 && p.kernel_size % p.stride == 0 &&
+         p.kernel_size / p.stride <= kDecMaxT;
+}
+
+std::int64_t conv_transpose1d_decoder_blocks(const ConvTranspose1dParams& p) {
+  const std::int64_t q_begin = p.padding / p.stride;
+  const std::int64_t q_end = (p.out_frames - 1 + p.padding) / p.stride + 1;
+  const std::int64_t qbase = q_begin / 4 * 4;
+  return (q_end - qbase + kDecBlocks - 1) / kDecBlocks * p.batch * p.out_channels;
+}
+
+void launch_conv_transpose1d_decoder(const ConvTranspose1dParams& p, TensorView<const float> x,
+                                     const float* w, const float* bias, TensorView<float> y,
+                                     cudaStream_t stream, const char* name) {
+  DecArgs a{};
+  set_views(a, x, w, bias, y);
+  a.out_channels = p.out_channels;
+  a.rows = p.batch * p.out_channels;
+  a.cin_g = static_cast<int>(p.in_channels / p.groups);
+  a.cout_g = static_cast<int>(p.out_channels / p.groups);
+  a.K = static_cast<int>(p.kernel_size);
+  a.P = static_cast<int>(p.stride);
+  a.T = static_cast<int>(p.kernel_size / p.stride);
+  const int ph = decoder_phases(p.stride);
+  a.chunk = std::max(1, kDecSmemFloats / (a.T * ph));
+  a.pad = p.padding;
+  a.q_begin = p.padding / p.stride;
+  a.q_end = (p.out_frames - 1 + p.padding) / p.stride + 1;
+  a.qbase = a.q_begin / 4 * 4;
+  a.in_frames = p.in_frames;
+  a.out_frames = p.out_frames;
+  a.q_tiles = (a.q_end - a.qbase + kDecBlocks - 1) / kDecBlocks;
+  const bool vec =
+      reinterpret_cast<std::uintptr_t>(x.data()) % 16 == 0 && a.x_cs % 4 == 0 && a.x_bs % 4 == 0;
+  // About four blocks per multiprocessor, each looping over tiles of its row, so a row's
+  // weights are staged a few times rather than once per 128-block tile.
+  const std::int64_t per_row = (4LL * num_sms() + a.rows - 1) / a.rows;
+  const dim3 grid(grid_dim(std::min(a.q_tiles, per_row), kMaxGridX), grid_dim(a.rows, kMaxGridYZ));
+  if (ph == 16) {
+    launch_decoder<16>(a, vec, grid, stream);
+  } else if (ph == 8) {
+    launch_decoder<8>(a, vec, grid, stream);
+  } else {
+    launch_decoder<4>(a, vec, grid, stream);
+  }
+  check_launch(name, p);
+}
+
+}  // namespace convbank::detail::cuda
