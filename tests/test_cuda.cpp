@@ -864,9 +864,12 @@ TEST_CASE("cuda: memory-bound kernels (encoder, depthwise, decoder) against the 
              .padding = 1,
              .bias = false},
             70, 1030, false, dec);
+  // Weights larger than the shared-memory chunk (600 channels x 16 taps): two ragged chunks.
+  transpose({.in_channels = 600, .out_channels = 1, .kernel_size = 16, .stride = 8, .padding = 2},
+            140, 200, false, dec);
   MESSAGE("memory-bound kernels: worst ", stats.worst, " at ", stats.worst_config,
           "; kernels: ", join(stats.kernels));
-  CHECK(stats.runs == 17);
+  CHECK(stats.runs == 18);
   CHECK(stats.kernels == expected);
 }
 

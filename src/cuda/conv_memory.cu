@@ -9,8 +9,8 @@
 //                                stages the window of 1024..4096 frames of one row.
 //   conv_transpose1d_decoder_ffma  few outputs per group (decoders), stride 2..16, K a multiple
 //                                of the stride: each lane reads 4 consecutive input frames of a
-//                                channel with one 16-byte load; the 8 warps of a block split
-//                                the input channels and add their sums in shared memory.
+//                                channel with one 16-byte load and streams all channels, adding
+//                                its register sums to running sums in shared memory every 32.
 #include <algorithm>
 #include <cstdint>
 
@@ -228,9 +228,18 @@ __global__ void __launch_bounds__(kDwThreads) conv1d_depthwise_kernel(DwArgs a) 
 
 constexpr int kDecThreads = 256;
 constexpr int kDecWarps = kDecThreads / 32;
-constexpr int kDecMaxT = 4;      // taps per phase
-constexpr int kDecBlocks = 128;  // output blocks (of `stride` frames) per thread block
-constexpr int kDecSmemFloats = 8192;
+constexpr int kDecMaxT = 4;                             // taps per phase
+constexpr int kDecWarpBlocks = 128;                     // output blocks (of `stride` frames)
+constexpr int kDecBlocks = kDecWarps * kDecWarpBlocks;  // ... per thread block
+constexpr int kDecWeightFloats = 8192;
+// Channels summed in registers before the partial sum is added to the thread's running sum in
+// shared memory: no serial fp32 sum runs over more than 32 channels, whatever in/groups is.
+constexpr int kDecFold = 32;
+
+// Dynamic shared memory beyond the weights: each thread's running sums, [j * PH + p][thread].
+constexpr int decoder_sum_floats(int ph) {
+  return kDecThreads * 4 * ph;
+}
 
 struct DecArgs {
   const float* x;
@@ -242,23 +251,25 @@ struct DecArgs {
   std::int64_t out_channels, rows, q_tiles;
   std::int64_t pad, q_begin, q_end, qbase, in_frames, out_frames;
   int cin_g, cout_g, K, P, T, chunk;
+  int w_floats;  // weight area of the shared memory (a multiple of 4)
 };
 
 // Output block q holds frames t = q * P + p - pad (p < P) and sums x[c][q - m] * w[c][m * P + p]
-// over channels c and taps m < T. Lane l owns blocks ql = qb + 4l .. ql + 3: one float4 of each
-// channel, the T - 1 frames before it from the lane below (lane 0 loads them). The 8 warps take
-// interleaved groups of U channels (so no sum runs over more than 1/8 of the channels: fp32
-// error grows with the length of a serial sum) and their partial sums are added in warp order
-// through shared memory. The next group's loads are issued before the current group's
-// arithmetic, so each warp always has loads in flight.
+// over channels c and taps m < T. Lane l of warp w owns blocks ql = qw + 4l .. ql + 3 (qw: the
+// warp's 128 blocks) and streams every input channel of them: one float4 per channel, the T - 1
+// frames before it from the lane below (lane 0 loads them), the next group of U channels loaded
+// before the current one is used. Every 32 channels the registers' sums are added to the
+// thread's running sums in shared memory (fp32 error grows with the length of a serial sum).
 // Vec: the rows are 16-byte aligned (ql is a multiple of 4), so the float4 load is one access.
 // MT: taps per phase the code is unrolled for (a.T <= MT).
 template <int PH, int MT, bool Vec>
 __global__ void __launch_bounds__(kDecThreads, 2) conv_transpose1d_decoder_kernel(DecArgs a) {
   constexpr int U = PH >= 16 ? 2 : 4;  // channels per group
   constexpr int H = MT > 1 ? MT - 1 : 1;
-  __shared__ __align__(16) float sw[kDecSmemFloats];  // weights: [channel][tap][phase]
-  __shared__ float red[kDecWarps * 32 * PH];          // the warps' partial sums, one round
+  static_assert(kDecFold % U == 0, "a fold ends a group");
+  extern __shared__ __align__(16) float smem[];
+  float* sw = smem;                // weights: [channel][tap][phase]
+  float* sum = smem + a.w_floats;  // running sums
   const int tid = threadIdx.x;
   const int lane = tid & 31;
   const int warp = tid >> 5;
@@ -283,14 +294,11 @@ __global__ void __launch_bounds__(kDecThreads, 2) conv_transpose1d_decoder_kerne
     };
     if (resident) stage(0, a.cin_g);
     for (std::int64_t qt = blockIdx.x; qt < a.q_tiles; qt += gridDim.x) {
-      const std::int64_t qb = a.qbase + qt * kDecBlocks;
-      const std::int64_t ql = qb + 4 * lane;
+      const std::int64_t qw = a.qbase + qt * kDecBlocks + warp * kDecWarpBlocks;
+      const std::int64_t ql = qw + 4 * lane;
       const bool full = ql + 3 < a.in_frames;
-      float acc[4][PH];
 #pragma unroll
-      for (int j = 0; j < 4; ++j)
-#pragma unroll
-        for (int p = 0; p < PH; ++p) acc[j][p] = 0.0f;
+      for (int i = 0; i < 4 * PH; ++i) sum[i * kDecThreads + tid] = 0.0f;
       for (int c0 = 0; c0 < a.cin_g; c0 += a.chunk) {
         const int cn = min(a.chunk, a.cin_g - c0);
         if (!resident) stage(c0, cn);
@@ -321,13 +329,19 @@ __global__ void __launch_bounds__(kDecThreads, 2) conv_transpose1d_decoder_kerne
             }
           }
         };
+        float acc[4][PH];
+#pragma unroll
+        for (int j = 0; j < 4; ++j)
+#pragma unroll
+          for (int p = 0; p < PH; ++p) acc[j][p] = 0.0f;
         float v[U][4], h[U][H];
-        load(warp * U, v, h);
-        for (int ci = warp * U; ci < cn; ci += kDecWarps * U) {
+        load(0, v, h);
+        for (int ci = 0; ci < cn; ci += U) {
           float nv[U][4], nh[U][H];
-          load(ci + kDecWarps * U, nv, nh);
+          load(ci + U, nv, nh);
 #pragma unroll
           for (int u = 0; u < U; ++u) {
+            if (ci + u >= cn) break;  // uniform across the warp
             // win[MT - 1 + j - m] = x[ql + j - m]
             float win[MT - 1 + 4];
 #pragma unroll
@@ -337,7 +351,6 @@ __global__ void __launch_bounds__(kDecThreads, 2) conv_transpose1d_decoder_kerne
               const float below = __shfl_up_sync(0xffffffffu, v[u][4 - m], 1);
               win[MT - 1 - m] = lane == 0 ? h[u][m - 1] : below;
             }
-            if (ci + u >= cn) break;  // uniform across the warp
             const float* wc = sw + (ci + u) * a.T * PH;
 #pragma unroll
             for (int m = 0; m < MT; ++m) {
@@ -364,54 +377,59 @@ __global__ void __launch_bounds__(kDecThreads, 2) conv_transpose1d_decoder_kerne
 #pragma unroll
             for (int m = 0; m < H; ++m) h[u][m] = nh[u][m];
           }
+          if ((ci + U) % kDecFold == 0 || ci + U >= cn) {
+#pragma unroll
+            for (int j = 0; j < 4; ++j)
+#pragma unroll
+              for (int p = 0; p < PH; ++p) {
+                sum[(j * PH + p) * kDecThreads + tid] += acc[j][p];
+                acc[j][p] = 0.0f;
+              }
+          }
         }
       }
-      // The tile's 128 * P outputs are contiguous. In 4 rounds of 32 blocks (lanes 8r..8r+7 of
-      // every warp), the warps' partial sums meet in shared memory and are added in warp order.
+      // A warp's 128 * P outputs are contiguous: it stores them as consecutive words, reading
+      // the sums of lane 8r + i / (4P) in round r.
+      __syncwarp();
       const float bias = a.bias != nullptr ? __ldg(a.bias + o) : 0.0f;
       float* yrow = a.y + b * a.y_bs + o * a.y_cs;
       const int span = 32 * a.P;  // outputs per round
-#pragma unroll
       for (int r = 0; r < 4; ++r) {
-        __syncthreads();  // the previous round's (or tile's) partials are no longer read
-        if (lane >> 3 == r) {
-          float* part = red + warp * 32 * PH;
-#pragma unroll
-          for (int j = 0; j < 4; ++j)
-#pragma unroll
-            for (int p = 0; p < PH; ++p)
-              if (p < a.P) part[((lane & 7) * 4 + j) * a.P + p] = acc[j][p];
-        }
-        __syncthreads();
-        const std::int64_t qr = qb + 32 * r;
-        for (int i = tid; i < span; i += kDecThreads) {
-          float sum = red[i];
-#pragma unroll
-          for (int w = 1; w < kDecWarps; ++w) sum += red[w * 32 * PH + i];
-          const std::int64_t q = qr + i / a.P;
+        const std::int64_t qr = qw + 32 * r;
+        for (int i = lane; i < span; i += 32) {
+          const int blk = i / a.P;  // block within the round: lane 8r + blk / 4, j = blk % 4
+          const int p = i - blk * a.P;
+          const int owner = warp * 32 + 8 * r + (blk >> 2);
+          const std::int64_t q = qr + blk;
           const std::int64_t t = qr * a.P - a.pad + i;
-          if (q >= a.q_begin && q < a.q_end && t >= 0 && t < a.out_frames) yrow[t] = sum + bias;
+          if (q >= a.q_begin && q < a.q_end && t >= 0 && t < a.out_frames) {
+            yrow[t] = sum[((blk & 3) * PH + p) * kDecThreads + owner] + bias;
+          }
         }
       }
+      __syncwarp();  // the sums are read before the next tile clears them
     }
   }
 }
 
-template <int PH, int MT>
-void launch_decoder(const DecArgs& a, bool vec, dim3 grid, cudaStream_t stream) {
-  if (vec) {
-    conv_transpose1d_decoder_kernel<PH, MT, true><<<grid, kDecThreads, 0, stream>>>(a);
-  } else {
-    conv_transpose1d_decoder_kernel<PH, MT, false><<<grid, kDecThreads, 0, stream>>>(a);
-  }
+template <int PH, int MT, bool Vec>
+void launch_decoder(const DecArgs& a, dim3 grid, std::size_t smem, cudaStream_t stream) {
+  // Above 48 KB a kernel must opt in to its dynamic shared memory (once, for the largest size).
+  static const cudaError_t opted = cudaFuncSetAttribute(
+      conv_transpose1d_decoder_kernel<PH, MT, Vec>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+      static_cast<int>(sizeof(float) * (kDecWeightFloats + decoder_sum_floats(PH))));
+  check_cuda(opted, "cudaFuncSetAttribute (decoder shared memory)");
+  conv_transpose1d_decoder_kernel<PH, MT, Vec><<<grid, kDecThreads, smem, stream>>>(a);
 }
 
 template <int PH>
-void launch_decoder(const DecArgs& a, bool vec, dim3 grid, cudaStream_t stream) {
+void launch_decoder(const DecArgs& a, bool vec, dim3 grid, std::size_t smem, cudaStream_t stream) {
   if (a.T <= 2) {
-    launch_decoder<PH, 2>(a, vec, grid, stream);
+    vec ? launch_decoder<PH, 2, true>(a, grid, smem, stream)
+        : launch_decoder<PH, 2, false>(a, grid, smem, stream);
   } else {
-    launch_decoder<PH, kDecMaxT>(a, vec, grid, stream);
+    vec ? launch_decoder<PH, kDecMaxT, true>(a, grid, smem, stream)
+        : launch_decoder<PH, kDecMaxT, false>(a, grid, smem, stream);
   }
 }
 
@@ -503,8 +521,24 @@ void launch_conv1d_depthwise(const Conv1dParams& p, TensorView<const float> x, c
 }
 
 bool conv_transpose1d_decoder_supported(const ConvTranspose1dParams& p) {
-  return p.dilation == 1 && p.stride >= 2 && p.stride <= 16 && p.kernel_size % p.stride == 0 &&
-         p.kernel_size / p.stride <= kDecMaxT;
+  if (p.dilation != 1 || p.stride < 2 || p.stride > 16 || p.kernel_size % p.stride != 0 ||
+      p.kernel_size / p.stride > kDecMaxT) {
+    return false;
+  }
+  // Its shared memory (up to 96 KB) must fit a block on this device.
+  static const int optin = [] {
+    int device = 0, bytes = 0;
+    if (cudaGetDevice(&device) != cudaSuccess ||
+        cudaDeviceGetAttribute(&bytes, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) !=
+            cudaSuccess) {
+      cudaGetLastError();
+      return 0;
+    }
+    return bytes;
+  }();
+  const int ph = decoder_phases(p.stride);
+  return sizeof(float) * (kDecWeightFloats + decoder_sum_floats(ph)) <=
+         static_cast<std::size_t>(optin);
 }
 
 std::int64_t conv_transpose1d_decoder_blocks(const ConvTranspose1dParams& p) {
@@ -527,7 +561,8 @@ void launch_conv_transpose1d_decoder(const ConvTranspose1dParams& p, TensorView<
   a.P = static_cast<int>(p.stride);
   a.T = static_cast<int>(p.kernel_size / p.stride);
   const int ph = decoder_phases(p.stride);
-  a.chunk = std::max(1, kDecSmemFloats / (a.T * ph));
+  a.chunk = std::max(1, kDecWeightFloats / (a.T * ph));
+  a.w_floats = (std::min(a.chunk, a.cin_g) * a.T * ph + 3) / 4 * 4;
   a.pad = p.padding;
   a.q_begin = p.padding / p.stride;
   a.q_end = (p.out_frames - 1 + p.padding) / p.stride + 1;
@@ -537,16 +572,18 @@ void launch_conv_transpose1d_decoder(const ConvTranspose1dParams& p, TensorView<
   a.q_tiles = (a.q_end - a.qbase + kDecBlocks - 1) / kDecBlocks;
   const bool vec =
       reinterpret_cast<std::uintptr_t>(x.data()) % 16 == 0 && a.x_cs % 4 == 0 && a.x_bs % 4 == 0;
-  // About four blocks per multiprocessor, each looping over tiles of its row, so a row's
-  // weights are staged a few times rather than once per 128-block tile.
+  // At most about four blocks per multiprocessor, each looping over tiles of its row, so a
+  // row's weights are staged a few times rather than once per tile.
   const std::int64_t per_row = (4LL * num_sms() + a.rows - 1) / a.rows;
   const dim3 grid(grid_dim(std::min(a.q_tiles, per_row), kMaxGridX), grid_dim(a.rows, kMaxGridYZ));
+  const std::size_t smem =
+      sizeof(float) * static_cast<std::size_t>(a.w_floats + decoder_sum_floats(ph));
   if (ph == 16) {
-    launch_decoder<16>(a, vec, grid, stream);
+    launch_decoder<16>(a, vec, grid, smem, stream);
   } else if (ph == 8) {
-    launch_decoder<8>(a, vec, grid, stream);
+    launch_decoder<8>(a, vec, grid, smem, stream);
   } else {
-    launch_decoder<4>(a, vec, grid, stream);
+    launch_decoder<4>(a, vec, grid, smem, stream);
   }
   check_launch(name, p);
 }
