@@ -417,16 +417,22 @@ void wgmma_grid(int configs, std::uint64_t seed0, GridStats& stats) {
     const bool strided = uniform(rng, 0, 4) == 0;
     const bool bias = uniform(rng, 0, 2) != 0;
     if (transposed) {
+      // Every other one strided: phase convolutions of K / stride taps (dilation 1).
+      const std::int64_t s = attempts % 2 == 0 ? pick<std::int64_t>(rng, {2, 2, 3, 4}) : 1;
+      const std::int64_t kt = s > 1 ? s * uniform(rng, 1, 4) : k;
+      const std::int64_t d = s > 1 ? 1 : dilation;
       ConvTranspose1dOptions o{.in_channels = in,
                                .out_channels = out,
-                               .kernel_size = k,
-                               .stride = 1,
-                               .padding = uniform(rng, 0, dilation * (k - 1) + 2),
-                               .output_padding = uniform(rng, 0, dilation - 1),
+                               .kernel_size = kt,
+                               .stride = s,
+                               .padding = uniform(rng, 0, d * (kt - 1) + 2),
+                               .output_padding = uniform(rng, 0, std::max(s, d) - 1),
                                .groups = groups,
                                .bias = bias,
-                               .dilation = dilation};
-      if (!wgmma_sized(n, in / groups, out, k, ConvTranspose1d(o).output_frames(frames))) continue;
+                               .dilation = d};
+      if (!wgmma_sized(n, in / groups, out, kt / s, ConvTranspose1d(o).output_frames(frames))) {
+        continue;
+      }
       run_config<ConvTranspose1d>(o, n, frames, strided, rng(), stats);
     } else {
       Conv1dOptions o{.in_channels = in,
@@ -456,11 +462,11 @@ TEST_CASE("cuda: wgmma 3xTF32 grid against the float64 oracle") {
   const cc::WgmmaPolicy before = cc::wgmma_policy();
   cc::set_wgmma_policy(cc::WgmmaPolicy::kAlways);
   GridStats stats;
-  wgmma_grid(60, 90210, stats);
+  wgmma_grid(72, 90210, stats);
   cc::set_wgmma_policy(before);
   MESSAGE("wgmma grid: ", stats.runs, " configs (", stats.strided, " strided), worst ", stats.worst,
           " at ", stats.worst_config, "; kernels: ", join(stats.kernels));
-  CHECK(stats.runs >= 60);
+  CHECK(stats.runs >= 72);
   if (!cc::wgmma_available()) {
     MESSAGE("no compute capability 9.0 device: the wgmma kernels were not exercised");
     return;
@@ -468,7 +474,8 @@ TEST_CASE("cuda: wgmma 3xTF32 grid against the float64 oracle") {
   // On a 9.0 device every configuration ran a tensor-core kernel, both orientations.
   for (const auto& k : stats.kernels)
     CHECK_MESSAGE(k.find("_wgmma_3xtf32_") != std::string::npos, k);
-  for (const char* k : {"conv1d_wgmma_3xtf32_128x64", "conv_transpose1d_wgmma_3xtf32_128x64"}) {
+  for (const char* k : {"conv1d_wgmma_3xtf32_128x64", "conv_transpose1d_wgmma_3xtf32_128x64",
+                        "conv_transpose1d_phase_wgmma_3xtf32_128x64"}) {
     CHECK_MESSAGE(stats.kernels.count(k) == 1, "grid never ran ", k);
   }
 }
@@ -897,6 +904,7 @@ TEST_CASE("cuda:sanitize user stream and seed-like shapes") {
       {"enc-mid", false, 2, 1, 512, 3001, 16, 8, 0, 1, 1},
       {"dec-wide", true, 160, 16, 1, 300, 16, 8, 0, 1, 1},
       {"up-small", true, 2, 64, 32, 333, 4, 2, 1, 1, 1},
+      {"up-phases", true, 2, 64, 64, 2000, 4, 2, 1, 1, 1},
   };
   for (const auto& w : small) check_workload(w, stream);
   REQUIRE(cudaStreamDestroy(stream) == 0);
@@ -1062,6 +1070,11 @@ void for_each_kernel_family(Run&& run) {
   {  // ... strided, two column tiles
     const Conv1dOptions o{.in_channels = 40, .out_channels = 128, .kernel_size = 4, .stride = 2};
     run(o, 2, 3600);
+  }
+  {  // ... transposed at stride 2: two phase convolutions
+    const ConvTranspose1dOptions o{
+        .in_channels = 40, .out_channels = 64, .kernel_size = 4, .stride = 2, .padding = 1};
+    run(o, 2, 1500);
   }
   {  // pointwise: the GEMM v2 core's 16-byte B copies (aligned rows) and their ragged tail
     const Conv1dOptions o{.in_channels = 40, .out_channels = 72, .kernel_size = 1};

@@ -25,6 +25,9 @@
 // ConvTranspose1d:
 //   the Conv1d wgmma rule with stride 1
 //                                  -> conv_transpose1d_wgmma_3xtf32_128x64
+//   the same rule at stride s > 1 with dilation 1 and K a multiple of s, any out/groups >= 32
+//   (s phase convolutions of K / s taps in one launch)
+//                                  -> conv_transpose1d_phase_wgmma_3xtf32_128x64
 //   stride 1, dilation 1, K = 3, in/groups >= 16, out/groups >= 32
 //                                  -> conv_transpose1d_winograd_f43_ffma
 //   dilation 1, stride 2..16, K % stride == 0, K / stride <= 4, out/groups <= 4 (decoders),
@@ -44,6 +47,7 @@
 //   dilation 1 or stride 1, rows = out/groups * phases > 4
 //                                  -> conv_transpose1d_polyphase_gemm_ffma_*x128
 //   otherwise                      -> conv_transpose1d_direct_gather
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cstdlib>
@@ -89,13 +93,15 @@ std::atomic<WgmmaPolicy>& policy_slot() {
 // The tensor-core kernel where it measured faster than the FFMA kernels on the H200 (see
 // docs/performance.md): everywhere it applies (seedA 3.98 vs 4.37 ms Winograd, seedB 7.19 vs
 // 7.69, tcn_pointwise 0.86 vs 0.95, dilated/strided/K = 7 layers 1.1-3.2x) except when the
-// 64-column tiles would be less than 3/4 used (32 columns per group: 0.96 vs 0.86 ms).
-bool wgmma_wins(std::int64_t cout_g) {
+// 64-column tiles would be less than 3/4 used (32 columns per group: 0.96 vs 0.86 ms). The
+// phase convolutions of a strided ConvTranspose1d win even so, against the FFMA polyphase GEMM
+// (up2x, 32 columns: 0.48 vs 0.82 ms; x_up4x 0.84 vs 2.22; x_grouped_t 1.00 vs 2.31).
+bool wgmma_wins(std::int64_t cout_g, bool phased) {
   const std::int64_t cols = (cout_g + 63) / 64 * 64;
-  return 4 * cout_g >= 3 * cols;
+  return phased || 4 * cout_g >= 3 * cols;
 }
 
-bool use_wgmma(std::int64_t fmas, std::int64_t cout_g) {
+bool use_wgmma(std::int64_t fmas, std::int64_t cout_g, bool phased = false) {
   switch (wgmma_policy()) {
     case WgmmaPolicy::kNever:
       return false;
@@ -104,7 +110,7 @@ bool use_wgmma(std::int64_t fmas, std::int64_t cout_g) {
     case WgmmaPolicy::kAuto:
       break;
   }
-  return fmas >= kWgmmaMinFmas && wgmma_wins(cout_g);
+  return fmas >= kWgmmaMinFmas && wgmma_wins(cout_g, phased);
 }
 
 struct Choice {
@@ -282,9 +288,13 @@ Choice choose(const Conv1dParams& p) {
 Choice choose(const ConvTranspose1dParams& p) {
   const std::int64_t cin_g = p.in_channels / p.groups;
   const std::int64_t cout_g = p.out_channels / p.groups;
-  if (use_wgmma(p.batch * p.out_channels * p.out_frames * cin_g * p.kernel_size, cout_g) &&
-      conv_transpose1d_wgmma_supported(p)) {
-    return {Family::kWgmma, GemmTile::k128x128, "conv_transpose1d_wgmma_3xtf32_128x64"};
+  // Each output sums K / stride taps of every input channel of its group.
+  const std::int64_t fmas = p.batch * p.out_channels * p.out_frames * cin_g *
+                            std::max<std::int64_t>(1, p.kernel_size / p.stride);
+  if (use_wgmma(fmas, cout_g, p.stride > 1) && conv_transpose1d_wgmma_supported(p)) {
+    return {Family::kWgmma, GemmTile::k128x128,
+            p.stride == 1 ? "conv_transpose1d_wgmma_3xtf32_128x64"
+                          : "conv_transpose1d_phase_wgmma_3xtf32_128x64"};
   }
   if (p.kernel_size == 3 && p.stride == 1 && p.dilation == 1 && cin_g >= 16 && cout_g >= 32) {
     return {Family::kWinograd, GemmTile::k128x128, "conv_transpose1d_winograd_f43_ffma"};

@@ -24,7 +24,11 @@
 // to fp32 registers with round-to-nearest; the drift then no longer grows with the reduction.
 //
 // ConvTranspose1d at stride 1 is the same convolution with w'[co][ci][k] = w[ci][co][K-1-k]
-// and the input shifted by padding - dilation * (K-1): done by the weight split's index map.
+// and the input shifted by padding - dilation * (K-1): done by the weight split's index map. At
+// stride s (dilation 1, K a multiple of s) it is s phase convolutions of K / s taps, phase p
+// with w'[co][ci][k] = w[ci][co][p + (K/s-1-k) s], writing every s-th output: one launch, the
+// phase the fastest-varying block index, so that blocks filling the same output lines run
+// together.
 //
 // Non-finite values: the split turns Inf into Inf + NaN (Inf - Inf), and Inf times a zero
 // small part into NaN, so the classes would differ from PyTorch's. An input NaN/Inf (or a
@@ -62,7 +66,8 @@ struct WgArgs {
   std::int64_t in_frames, out_frames;
   std::int64_t in_offset;  // input frame of output 0, tap 0
   // Weight (group g, out co, in ci, tap k) at w[g*w_gs + co*w_co + ci*w_ci + k'], k' = k for
-  // Conv1d and K-1-k for ConvTranspose1d (w_co = K there, w_ci = K for Conv1d).
+  // Conv1d and phase + (taps-1-k) * phases for ConvTranspose1d (w_co = K there, w_ci = K for
+  // Conv1d).
   std::int64_t w_gs, w_co, w_ci;
   bool transposed;
   float* planes;  // split weights: [group][column tile][chunk][big, small][plane]
@@ -73,11 +78,30 @@ struct WgArgs {
   bool x_vec;       // input rows 16-byte aligned: 16-byte copies
   std::int64_t t_tiles;
   int n_tiles;
+  // ConvTranspose1d at stride s > 1 runs as s phase convolutions (phases = s, dilation 1,
+  // taps = K / s): phase p computes outputs t = (q0 + u) * s + p - pad, u = 0, 1, ..., from
+  // x[q0 + u - m] and w[.][.][p + m * s]. phases = 1 everywhere else.
+  int phases;
+  std::int64_t pad;
 };
 
 // Offset of reduction row r, column n in a plane (floats).
 __host__ __device__ __forceinline__ int plane_offset(int r, int n) {
   return ((r >> 3) * (kWgCols / 8) + (n >> 3)) * 64 + ((r >> 2) & 1) * 32 + (n & 7) * 4 + (r & 3);
+}
+
+// Where phase p of a call reads and writes: input frame of its output 0 and tap 0, output frame
+// of its output u = y0 + u * phases, and its output count.
+struct PhaseView {
+  std::int64_t in_offset, y0, frames;
+};
+__host__ __device__ __forceinline__ PhaseView phase_view(const WgArgs& a, int p) {
+  if (a.phases == 1) return {a.in_offset, 0, a.out_frames};
+  const std::int64_t s = a.phases;
+  const std::int64_t q0 = (a.pad - p + s - 1) / s;  // first block with an output at t >= 0
+  const std::int64_t y0 = q0 * s + p - a.pad;
+  const std::int64_t frames = a.out_frames > y0 ? (a.out_frames - y0 + s - 1) / s : 0;
+  return {q0 - (a.taps - 1), y0, frames};
 }
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -159,21 +183,22 @@ __device__ __forceinline__ std::uint64_t b_desc(std::uint32_t addr) {
 __global__ void wgmma_split_weights_kernel(WgArgs a, int* nonfinite) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   const int plane = kWgCols * a.rt;
-  const std::int64_t total = a.groups * a.n_tiles * a.nchunks * std::int64_t{plane};
+  const std::int64_t total = a.groups * a.phases * a.n_tiles * a.nchunks * std::int64_t{plane};
   bool ok = true;
   for (std::int64_t e = blockIdx.x * std::int64_t{blockDim.x} + threadIdx.x; e < total;
        e += std::int64_t{gridDim.x} * blockDim.x) {
     const int n = static_cast<int>(e % kWgCols);
     const int r = static_cast<int>(e / kWgCols % a.rt);
-    const std::int64_t block = e / plane;  // (group, column tile, chunk)
+    const std::int64_t block = e / plane;  // (group, phase, column tile, chunk)
     const int c = static_cast<int>(block % a.nchunks);
     const int nt = static_cast<int>(block / a.nchunks % a.n_tiles);
-    const std::int64_t g = block / a.nchunks / a.n_tiles;
+    const int ph = static_cast<int>(block / a.nchunks / a.n_tiles % a.phases);
+    const std::int64_t g = block / a.nchunks / a.n_tiles / a.phases;
     const int tap = r / a.ci_chunk, ci = c * a.ci_chunk + r % a.ci_chunk;
     const int co = nt * kWgCols + n;
     float v = 0.0f;
     if (ci < a.cin_g && co < a.cout_g) {
-      const int k = a.transposed ? a.taps - 1 - tap : tap;
+      const int k = a.transposed ? ph + (a.taps - 1 - tap) * a.phases : tap;
       v = a.w[g * a.w_gs + co * a.w_co + ci * a.w_ci + k];
     }
     std::uint32_t hi, lo;
@@ -186,7 +211,9 @@ __global__ void wgmma_split_weights_kernel(WgArgs a, int* nonfinite) {
 #endif
 }
 
-template <bool kTransposed, int kMinBlocks>
+// kPhased: a strided ConvTranspose1d's phase convolutions (a.phases > 1); a template flag so
+// that the other kernels' code is untouched by the phase arithmetic.
+template <bool kTransposed, bool kPhased, int kMinBlocks>
 __global__ void __launch_bounds__(kWgThreads, kMinBlocks)
     conv1d_wgmma_3xtf32_kernel(WgArgs a, const int* weights_nonfinite) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -210,24 +237,28 @@ __global__ void __launch_bounds__(kWgThreads, kMinBlocks)
     a_off[i] = (q + (i >> 1) * 4) * a.pitch + (frag_row + (i & 1) * 8) * a.stride;
   }
   const int m_off = 64 * a.stride;
-  const std::int64_t tiles = a.t_tiles * a.n_tiles;
+  const std::int64_t tiles = a.t_tiles * a.n_tiles * (kPhased ? a.phases : 1);
   const int plane_quads = plane / 2;  // 16-byte pieces of the two planes
 
   for (std::int64_t bg = blockIdx.z; bg < a.bg_count; bg += gridDim.z) {
     const std::int64_t b = bg / a.groups, g = bg % a.groups;
     const float* xg = a.x + b * a.x_bs + g * a.cin_g * a.x_cs;
-    // Column tiles of one frame tile are neighbours in the grid: they share the input slab
-    // through L2.
+    // The phases, then the column tiles of one frame tile are neighbours in the grid: they
+    // share the input slab through L2, and the phases fill each other's output lines there.
     for (std::int64_t tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
-      const int nt = static_cast<int>(tile % a.n_tiles);
+      const int ph = kPhased ? static_cast<int>(tile % a.phases) : 0;
+      const std::int64_t rest = kPhased ? tile / a.phases : tile;
+      const int nt = static_cast<int>(rest % a.n_tiles);
       const int co0 = nt * kN;
-      const std::int64_t t0 = tile / a.n_tiles * kWgRows;
-      const std::int64_t start = a.in_offset + t0 * a.stride;
+      const std::int64_t t0 = rest / a.n_tiles * kWgRows;
+      const PhaseView pv = kPhased ? phase_view(a, ph) : PhaseView{a.in_offset, 0, a.out_frames};
+      const std::int64_t start = (kPhased ? pv.in_offset : a.in_offset) + t0 * a.stride;
       // With 16-byte copies the slab starts at the 4-frame boundary at or before `start`.
       const std::int64_t slab0 = a.x_vec ? (start & ~std::int64_t{3}) : start;
       const int shift = static_cast<int>(start - slab0);
       const float* wplanes =
-          a.planes + ((g * a.n_tiles + nt) * a.nchunks) * std::int64_t{2 * plane};
+          a.planes + (((kPhased ? g * a.phases + ph : g) * a.n_tiles + nt) * a.nchunks) *
+                         std::int64_t{2 * plane};
 
       // Chunk c's planes and input slab into ring slot c % kWgRing, one commit group (empty
       // past the last chunk, so that wait_group counts stay uniform).
@@ -349,7 +380,8 @@ __global__ void __launch_bounds__(kWgThreads, kMinBlocks)
             for (int v = 0; v < 4; ++v) {
               const int co = co0 + j * 8 + 2 * q + (v & 1);
               const std::int64_t t = t0 + m * 64 + frag_row + (v >> 1) * 8;
-              if (co < a.cout_g && t < a.out_frames) fn(sum[m][j * 4 + v], co, t);
+              if (co < a.cout_g && t < (kPhased ? pv.frames : a.out_frames))
+                fn(sum[m][j * 4 + v], co, t);
             }
           }
         }
@@ -365,25 +397,29 @@ __global__ void __launch_bounds__(kWgThreads, kMinBlocks)
           const int row = e % kWgRows, col = e / kWgRows;
           const int co = co0 + col;
           const std::int64_t t = t0 + row;
-          if (co >= a.cout_g || t >= a.out_frames) continue;
+          if (co >= a.cout_g || t >= (kPhased ? pv.frames : a.out_frames)) continue;
           float s = 0.0f;
           for (int ci = 0; ci < a.cin_g; ++ci) {
             const float* xr = xg + ci * a.x_cs;
             for (int k = 0; k < K; ++k) {
               const std::int64_t pos = start + row * a.stride + k * a.dilation;
               const float xv = (pos >= 0 && pos < a.in_frames) ? __ldg(xr + pos) : 0.0f;
-              const float wv = kTransposed ? __ldg(wg + ci * a.w_ci + co * K + (K - 1 - k))
-                                           : __ldg(wg + co * a.w_co + ci * K + k);
+              const float wv = kTransposed
+                                   ? __ldg(wg + ci * a.w_ci +
+                                           (kPhased ? co * a.w_co + ph + (K - 1 - k) * a.phases
+                                                    : co * K + (K - 1 - k)))
+                                   : __ldg(wg + co * a.w_co + ci * K + k);
               s = fmaf(xv, wv, s);
             }
           }
           if (a.bias != nullptr) s += __ldg(a.bias + g * a.cout_g + co);
-          a.y[b * a.y_bs + (g * a.cout_g + co) * a.y_cs + t] = s;
+          a.y[b * a.y_bs + (g * a.cout_g + co) * a.y_cs + (kPhased ? pv.y0 + t * a.phases : t)] = s;
         }
       } else {
         float* yb = a.y + b * a.y_bs + g * a.cout_g * a.y_cs;
         for_each_stored([&](float v, int co, std::int64_t t) {
-          yb[co * a.y_cs + t] = a.bias != nullptr ? v + __ldg(a.bias + g * a.cout_g + co) : v;
+          yb[co * a.y_cs + (kPhased ? pv.y0 + t * a.phases : t)] =
+              a.bias != nullptr ? v + __ldg(a.bias + g * a.cout_g + co) : v;
         });
       }
       __syncthreads();  // the next tile's copies reuse the ring
@@ -423,16 +459,16 @@ std::size_t smem_bytes(int taps, int stride, int dilation) {
 
 constexpr std::size_t kWgMaxSmem = 227 * 1024;
 
-template <bool kT>
+template <bool kT, bool kP>
 bool kernel_loaded() {
   static const bool ok = [] {
     cudaFuncAttributes attr{};
-    if (cudaFuncGetAttributes(&attr, conv1d_wgmma_3xtf32_kernel<kT, 1>) != cudaSuccess ||
+    if (cudaFuncGetAttributes(&attr, conv1d_wgmma_3xtf32_kernel<kT, kP, 1>) != cudaSuccess ||
         cudaFuncGetAttributes(&attr, wgmma_split_weights_kernel) != cudaSuccess ||
-        cudaFuncSetAttribute(conv1d_wgmma_3xtf32_kernel<kT, 1>,
+        cudaFuncSetAttribute(conv1d_wgmma_3xtf32_kernel<kT, kP, 1>,
                              cudaFuncAttributeMaxDynamicSharedMemorySize,
                              static_cast<int>(kWgMaxSmem)) != cudaSuccess ||
-        cudaFuncSetAttribute(conv1d_wgmma_3xtf32_kernel<kT, 3>,
+        cudaFuncSetAttribute(conv1d_wgmma_3xtf32_kernel<kT, kP, 3>,
                              cudaFuncAttributeMaxDynamicSharedMemorySize,
                              static_cast<int>(kWgMaxSmem)) != cudaSuccess) {
       cudaGetLastError();
@@ -491,7 +527,7 @@ cudaMemPool_t workspace_pool() {
   return pools[device];
 }
 
-template <bool kT>
+template <bool kT, bool kP>
 void launch(WgArgs a, cudaStream_t stream, const char* name, const LaunchShape& shape) {
   a.transposed = kT;
   a.ci_chunk = ci_chunk_for(a.taps);
@@ -500,11 +536,11 @@ void launch(WgArgs a, cudaStream_t stream, const char* name, const LaunchShape& 
   a.span = span_for(a.stride, a.dilation, a.taps);
   a.pitch = pitch_for(a.span);
   a.x_vec = reinterpret_cast<std::uintptr_t>(a.x) % 16 == 0 && a.x_cs % 4 == 0 && a.x_bs % 4 == 0;
-  a.t_tiles = (a.out_frames + kWgRows - 1) / kWgRows;
+  a.t_tiles = ((a.out_frames + a.phases - 1) / a.phases + kWgRows - 1) / kWgRows;
   a.n_tiles = (a.cout_g + kWgCols - 1) / kWgCols;
   // Workspace: the planes, then one int (non-finite weights flag), stream-ordered.
-  const std::size_t plane_floats = static_cast<std::size_t>(a.groups) * a.n_tiles * a.nchunks * 2 *
-                                   kWgCols * static_cast<std::size_t>(a.rt);
+  const std::size_t plane_floats = static_cast<std::size_t>(a.groups) * a.phases * a.n_tiles *
+                                   a.nchunks * 2 * kWgCols * static_cast<std::size_t>(a.rt);
   void* ws = nullptr;
   check_cuda(
       cudaMallocFromPoolAsync(&ws, plane_floats * sizeof(float) + 16, workspace_pool(), stream),
@@ -516,14 +552,15 @@ void launch(WgArgs a, cudaStream_t stream, const char* name, const LaunchShape& 
   wgmma_split_weights_kernel<<<grid_dim((elems + 255) / 256, 4096), 256, 0, stream>>>(a, flag);
   check_launch("wgmma_split_weights", shape);
   const std::size_t bytes = smem_bytes(a.taps, a.stride, a.dilation);
-  const dim3 grid(grid_dim(a.t_tiles * a.n_tiles, kMaxGridX), 1, grid_dim(a.bg_count, kMaxGridYZ));
+  const dim3 grid(grid_dim(a.t_tiles * a.n_tiles * a.phases, kMaxGridX), 1,
+                  grid_dim(a.bg_count, kMaxGridYZ));
   // Three blocks per multiprocessor where their shared memory fits (registers capped at 168,
   // no spill): the kernel is latency-bound, and 12 warps instead of 8 measured 4.64 vs 5.61 ms
   // on seedA and 8.64 vs 10.18 ms on seedB.
   if (3 * (bytes + 1024) <= 228 * 1024) {
-    conv1d_wgmma_3xtf32_kernel<kT, 3><<<grid, kWgThreads, bytes, stream>>>(a, flag);
+    conv1d_wgmma_3xtf32_kernel<kT, kP, 3><<<grid, kWgThreads, bytes, stream>>>(a, flag);
   } else {
-    conv1d_wgmma_3xtf32_kernel<kT, 1><<<grid, kWgThreads, bytes, stream>>>(a, flag);
+    conv1d_wgmma_3xtf32_kernel<kT, kP, 1><<<grid, kWgThreads, bytes, stream>>>(a, flag);
   }
   check_launch(name, shape);
   check_cuda(cudaFreeAsync(ws, stream), "cudaFreeAsync (tensor-core weight planes)");
@@ -544,27 +581,31 @@ WgArgs common_args(TensorView<const float> x, const float* w, const float* bias,
   a.in_frames = x.frames();
   a.out_frames = y.frames();
   a.w_gs = std::int64_t{a.cin_g} * a.cout_g * taps;
+  a.phases = 1;
   return a;
 }
 
 }  // namespace
 
 bool wgmma_available() {
-  return device_is_sm90() && kernel_loaded<false>();
+  return device_is_sm90() && kernel_loaded<false, false>();
 }
 
 bool conv1d_wgmma_supported(const Conv1dParams& p) {
   return device_is_sm90() && p.padding_mode == PaddingMode::kZeros &&
          shape_fits(p.in_channels / p.groups, p.out_channels / p.groups, p.kernel_size, p.stride,
                     p.dilation) &&
-         kernel_loaded<false>();
+         kernel_loaded<false, false>();
 }
 
 bool conv_transpose1d_wgmma_supported(const ConvTranspose1dParams& p) {
-  return device_is_sm90() && p.stride == 1 &&
-         shape_fits(p.in_channels / p.groups, p.out_channels / p.groups, p.kernel_size, 1,
-                    p.dilation) &&
-         kernel_loaded<true>();
+  // At stride s > 1: s phase convolutions of K / s taps (dilation 1, K a multiple of s).
+  const bool phased = p.stride > 1;
+  if (phased && (p.dilation != 1 || p.kernel_size % p.stride != 0 || p.stride > 64)) return false;
+  return device_is_sm90() &&
+         shape_fits(p.in_channels / p.groups, p.out_channels / p.groups,
+                    phased ? p.kernel_size / p.stride : p.kernel_size, 1, p.dilation) &&
+         (phased ? kernel_loaded<true, true>() : kernel_loaded<true, false>());
 }
 
 void launch_conv1d_wgmma(const Conv1dParams& p, TensorView<const float> x, const float* w,
@@ -576,20 +617,27 @@ void launch_conv1d_wgmma(const Conv1dParams& p, TensorView<const float> x, const
   a.in_offset = -p.pad_left;
   a.w_co = std::int64_t{a.cin_g} * p.kernel_size;
   a.w_ci = p.kernel_size;
-  launch<false>(a, stream, name, p);
+  launch<false, false>(a, stream, name, p);
 }
 
 void launch_conv_transpose1d_wgmma(const ConvTranspose1dParams& p, TensorView<const float> x,
                                    const float* w, const float* bias, TensorView<float> y,
                                    cudaStream_t stream, const char* name) {
   WgArgs a = common_args(x, w, bias, y, p.batch, p.groups, p.in_channels, p.out_channels,
-                         p.kernel_size, p.dilation);
+                         p.kernel_size / p.stride, p.dilation);
   a.stride = 1;
   // y[t] = sum_k x[t + padding - d*k] w[k] = sum_k' x[t + padding - d*(K-1) + d*k'] w[K-1-k'].
   a.in_offset = p.padding - p.dilation * (p.kernel_size - 1);
+  a.phases = static_cast<int>(p.stride);
+  a.pad = p.padding;
+  a.w_gs = std::int64_t{a.cin_g} * a.cout_g * p.kernel_size;
   a.w_co = p.kernel_size;
   a.w_ci = std::int64_t{a.cout_g} * p.kernel_size;
-  launch<true>(a, stream, name, p);
+  if (a.phases > 1) {
+    launch<true, true>(a, stream, name, p);
+  } else {
+    launch<true, false>(a, stream, name, p);
+  }
 }
 
 }  // namespace convbank::detail::cuda
