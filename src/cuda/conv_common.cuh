@@ -133,6 +133,23 @@ void set_views(Args& a, TensorView<const float> x, const float* w, const float* 
   a.y_cs = y.channel_stride();
 }
 
+// Sets the polyphase geometry the ConvTranspose1d decoder kernels' argument blocks carry under
+// the same names: out_channels, rows = batch * out_channels, cin_g, cout_g, K, P = stride,
+// T = taps per phase (ceil(K / P)), pad, in_frames, out_frames.
+template <class Args>
+void set_polyphase(Args& a, const ConvTranspose1dParams& p) {
+  a.out_channels = p.out_channels;
+  a.rows = p.batch * p.out_channels;
+  a.cin_g = static_cast<int>(p.in_channels / p.groups);
+  a.cout_g = static_cast<int>(p.out_channels / p.groups);
+  a.K = static_cast<int>(p.kernel_size);
+  a.P = static_cast<int>(p.stride);
+  a.T = static_cast<int>((p.kernel_size + p.stride - 1) / p.stride);
+  a.pad = p.padding;
+  a.in_frames = p.in_frames;
+  a.out_frames = p.out_frames;
+}
+
 // ---- launchers (one per kernel family), each in its own .cu ---------------------------------
 
 // Per-output direct kernels: every argument, any shape; coalesced along time.

@@ -454,21 +454,12 @@ void launch_conv_transpose1d_narrow(const ConvTranspose1dParams& p, TensorView<c
                                     cudaStream_t stream, const char* name) {
   NarrowArgs a{};
   set_views(a, x, w, bias, y);
-  a.out_channels = p.out_channels;
-  a.rows = p.batch * p.out_channels;
-  a.cin_g = static_cast<int>(p.in_channels / p.groups);
-  a.cout_g = static_cast<int>(p.out_channels / p.groups);
-  a.K = static_cast<int>(p.kernel_size);
-  a.P = static_cast<int>(p.stride);
-  a.T = static_cast<int>((p.kernel_size + p.stride - 1) / p.stride);
+  set_polyphase(a, p);
   const int ph = narrow_phases_per_thread(p.stride);
   a.chunk = std::max(1, kNarrowSmemFloats / (a.T * ph));
   a.phase_groups = (a.P + ph - 1) / ph;
-  a.pad = p.padding;
   a.q0 = p.padding / p.stride;
   a.qcount = (p.out_frames - 1 + p.padding) / p.stride - a.q0 + 1;
-  a.in_frames = p.in_frames;
-  a.out_frames = p.out_frames;
   a.q_tiles = (a.qcount + kNarrowThreads - 1) / kNarrowThreads;
   const dim3 grid(grid_dim(a.q_tiles, kMaxGridX), grid_dim(a.phase_groups, kMaxGridYZ),
                   grid_dim(a.rows, kMaxGridYZ));
@@ -496,24 +487,15 @@ void launch_conv_transpose1d_splitk(const ConvTranspose1dParams& p, TensorView<c
                                     cudaStream_t stream, const char* name) {
   SplitArgs a{};
   set_views(a, x, w, bias, y);
-  a.out_channels = p.out_channels;
-  a.rows = p.batch * p.out_channels;
-  a.cin_g = static_cast<int>(p.in_channels / p.groups);
-  a.cout_g = static_cast<int>(p.out_channels / p.groups);
-  a.K = static_cast<int>(p.kernel_size);
-  a.P = static_cast<int>(p.stride);
-  a.T = static_cast<int>(p.kernel_size / p.stride);
+  set_polyphase(a, p);
   const int ph = a.P <= 4 ? 4 : (a.P <= 8 ? 8 : 16);
   const int qb = ph == 16 ? 64 : 128;
   // Weight chunk: whole multiples of the 8 warps' channel stride where possible.
   int chunk = kSplitSmemFloats / (a.T * ph);
   if (chunk > kSplitWarps) chunk -= chunk % kSplitWarps;
   a.chunk = std::max(1, chunk);
-  a.pad = p.padding;
   a.q0 = p.padding / p.stride;
   a.qcount = (p.out_frames - 1 + p.padding) / p.stride - a.q0 + 1;
-  a.in_frames = p.in_frames;
-  a.out_frames = p.out_frames;
   a.q_tiles = (a.qcount + qb - 1) / qb;
   a.split = splitk_cluster_size(p);
   const dim3 grid(grid_dim(a.q_tiles, kMaxGridX), static_cast<unsigned>(a.split),

@@ -553,22 +553,13 @@ void launch_conv_transpose1d_decoder(const ConvTranspose1dParams& p, TensorView<
                                      cudaStream_t stream, const char* name) {
   DecArgs a{};
   set_views(a, x, w, bias, y);
-  a.out_channels = p.out_channels;
-  a.rows = p.batch * p.out_channels;
-  a.cin_g = static_cast<int>(p.in_channels / p.groups);
-  a.cout_g = static_cast<int>(p.out_channels / p.groups);
-  a.K = static_cast<int>(p.kernel_size);
-  a.P = static_cast<int>(p.stride);
-  a.T = static_cast<int>(p.kernel_size / p.stride);
+  set_polyphase(a, p);
   const int ph = decoder_phases(p.stride);
   a.chunk = std::max(1, kDecWeightFloats / (a.T * ph));
   a.w_floats = (std::min(a.chunk, a.cin_g) * a.T * ph + 3) / 4 * 4;
-  a.pad = p.padding;
   a.q_begin = p.padding / p.stride;
   a.q_end = (p.out_frames - 1 + p.padding) / p.stride + 1;
   a.qbase = a.q_begin / 4 * 4;
-  a.in_frames = p.in_frames;
-  a.out_frames = p.out_frames;
   a.q_tiles = (a.q_end - a.qbase + kDecBlocks - 1) / kDecBlocks;
   const bool vec =
       reinterpret_cast<std::uintptr_t>(x.data()) % 16 == 0 && a.x_cs % 4 == 0 && a.x_bs % 4 == 0;
