@@ -480,6 +480,43 @@ TEST_CASE("cuda: wgmma 3xTF32 grid against the float64 oracle") {
   }
 }
 
+// Strided Conv1d with few input channels as the stride-1 tensor-core convolution over stride *
+// in channels (space-to-depth): STFT-like analysis, encoders, two input channels, padding that
+// is not a multiple of the stride, ragged tiles, strided views. The kernel is forced.
+TEST_CASE("cuda: space-to-depth tensor-core encoders against the float64 oracle") {
+  CUDA_OR_SKIP();
+  namespace cc = convbank::detail::cuda;
+  const cc::WgmmaPolicy before = cc::wgmma_policy();
+  cc::set_wgmma_policy(cc::WgmmaPolicy::kAlways);
+  GridStats stats;
+  std::uint64_t seed = 2718;
+  using C = Conv1dOptions;
+  run_config<Conv1d, C>({.in_channels = 1, .out_channels = 514, .kernel_size = 512, .stride = 128},
+                        2, 6000, false, seed++, stats);
+  run_config<Conv1d, C>(
+      {.in_channels = 1, .out_channels = 514, .kernel_size = 512, .stride = 128, .padding = 256}, 1,
+      9000, true, seed++, stats);
+  run_config<Conv1d, C>({.in_channels = 1, .out_channels = 512, .kernel_size = 16, .stride = 8}, 2,
+                        3001, true, seed++, stats);
+  run_config<Conv1d, C>({.in_channels = 2,
+                         .out_channels = 40,
+                         .kernel_size = 12,
+                         .stride = 4,
+                         .padding = 3,
+                         .bias = false},
+                        3, 2000, false, seed++, stats);
+  run_config<Conv1d, C>(
+      {.in_channels = 1, .out_channels = 96, .kernel_size = 64, .stride = 16, .padding = 10}, 2,
+      5000, false, seed++, stats);
+  cc::set_wgmma_policy(before);
+  MESSAGE("space-to-depth: worst ", stats.worst, " at ", stats.worst_config,
+          "; kernels: ", join(stats.kernels));
+  CHECK(stats.runs == 5);
+  if (cc::wgmma_available()) {
+    CHECK(stats.kernels == std::set<std::string>{"conv1d_s2d_wgmma_3xtf32_128x64"});
+  }
+}
+
 // ---- full-size workloads, checked on slices against float64 --------------------------------
 
 struct Workload {
@@ -905,6 +942,7 @@ TEST_CASE("cuda:sanitize user stream and seed-like shapes") {
       {"dec-wide", true, 160, 16, 1, 300, 16, 8, 0, 1, 1},
       {"up-small", true, 2, 64, 32, 333, 4, 2, 1, 1, 1},
       {"up-phases", true, 2, 64, 64, 2000, 4, 2, 1, 1, 1},
+      {"stft-enc-s2d", false, 2, 1, 514, 20000, 512, 128, 0, 1, 1},
   };
   for (const auto& w : small) check_workload(w, stream);
   REQUIRE(cudaStreamDestroy(stream) == 0);
@@ -1070,6 +1108,10 @@ void for_each_kernel_family(Run&& run) {
   {  // ... strided, two column tiles
     const Conv1dOptions o{.in_channels = 40, .out_channels = 128, .kernel_size = 4, .stride = 2};
     run(o, 2, 3600);
+  }
+  {  // ... a one-channel STFT-like encoder through space-to-depth
+    const Conv1dOptions o{.in_channels = 1, .out_channels = 514, .kernel_size = 512, .stride = 128};
+    run(o, 1, 20000);
   }
   {  // ... transposed at stride 2: two phase convolutions
     const ConvTranspose1dOptions o{

@@ -240,6 +240,14 @@ void launch_conv_transpose1d_wgmma(const ConvTranspose1dParams& p, TensorView<co
                                    const float* w, const float* bias, TensorView<float> y,
                                    cudaStream_t stream, const char* name);
 
+// A strided Conv1d with few input channels (one group, dilation 1, zeros padding, K a multiple
+// of the stride) as the stride-1 tensor-core convolution over stride * in_channels channels
+// (space-to-depth, conv_wgmma.cu): false wherever conv1d_wgmma_supported() is for that shape.
+bool conv1d_s2d_supported(const Conv1dParams& p);
+void launch_conv1d_s2d_wgmma(const Conv1dParams& p, TensorView<const float> x, const float* w,
+                             const float* bias, TensorView<float> y, cudaStream_t stream,
+                             const char* name);
+
 // 1-D Winograd F(4,3), K = 3, stride 1, dilation 1.
 void launch_conv1d_winograd(const Conv1dParams& p, TensorView<const float> x, const float* w,
                             const float* bias, TensorView<float> y, cudaStream_t stream,

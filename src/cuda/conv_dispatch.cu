@@ -9,6 +9,10 @@
 //   64-column tiles to 3/4, at least 2^24 multiply-adds
 //                                  -> conv1d_wgmma_3xtf32_128x64 (tensor cores, 3xTF32;
 //                                     CONVBANK_CUDA_WGMMA=1 wherever it applies, =0 never)
+//   the same rule, where the layer does not qualify itself, for the stride-1 convolution of K /
+//   stride taps over stride * in channels it is (one group, dilation 1, zeros padding, K a
+//   multiple of the stride), when in channels x K >= 128 (STFT-like analysis)
+//                                  -> conv1d_s2d_wgmma_3xtf32_128x64 (CONVBANK_CUDA_S2D=0: off)
 //   K = 3, stride 1, dilation 1, in/groups >= 16, out/groups >= 32
 //                                  -> conv1d_winograd_f43_ffma
 //   in/groups = 1, out/groups >= 16 (one-channel encoders), input window fits shared memory
@@ -72,7 +76,8 @@ enum class Family {
   kWgmma,
   kEncoder,
   kDepthwise,
-  kDecoder
+  kDecoder,
+  kS2d
 };
 
 // Multiply-adds up to which a Conv1d of short rows runs one thread per output.
@@ -111,6 +116,18 @@ bool use_wgmma(std::int64_t fmas, std::int64_t cout_g, bool phased = false) {
       break;
   }
   return fmas >= kWgmmaMinFmas && wgmma_wins(cout_g, phased);
+}
+
+// Space-to-depth onto the tensor cores where the reduction per output (in channels x K) is
+// deep: at 512 it measured 0.248 vs 0.367 ms (enc_stft512, against GEMM v2), at 16 0.419 vs
+// 0.272 ms (enc_tasnet, against the encoder kernel, which is bound by its output writes).
+// CONVBANK_CUDA_WGMMA=1 takes it wherever it applies; CONVBANK_CUDA_S2D=0 turns it off (read
+// once).
+bool s2d_wins(const Conv1dParams& p) {
+  static const bool off =
+      std::getenv("CONVBANK_CUDA_S2D") != nullptr && env_int("CONVBANK_CUDA_S2D") == 0;
+  if (off) return false;
+  return wgmma_policy() == WgmmaPolicy::kAlways || p.in_channels * p.kernel_size >= 128;
 }
 
 struct Choice {
@@ -267,6 +284,10 @@ Choice choose(const Conv1dParams& p) {
   if (use_wgmma(outputs * cin_g * p.kernel_size, cout_g) && conv1d_wgmma_supported(p)) {
     return {Family::kWgmma, GemmTile::k128x128, "conv1d_wgmma_3xtf32_128x64"};
   }
+  if (use_wgmma(outputs * cin_g * p.kernel_size, cout_g) && s2d_wins(p) &&
+      conv1d_s2d_supported(p)) {
+    return {Family::kS2d, GemmTile::k128x128, "conv1d_s2d_wgmma_3xtf32_128x64"};
+  }
   if (p.kernel_size == 3 && p.stride == 1 && p.dilation == 1 && cin_g >= 16 && cout_g >= 32) {
     return {Family::kWinograd, GemmTile::k128x128, "conv1d_winograd_f43_ffma"};
   }
@@ -414,6 +435,9 @@ void conv1d(const Conv1dParams& p, TensorView<const float> input, const float* w
     case Family::kWgmma:
       launch_conv1d_wgmma(p, input, weight, bias, output, s, c.name);
       break;
+    case Family::kS2d:
+      launch_conv1d_s2d_wgmma(p, input, weight, bias, output, s, c.name);
+      break;
     case Family::kWinograd:
       launch_conv1d_winograd(p, input, weight, bias, output, s, c.name);
       break;
@@ -460,6 +484,7 @@ void conv_transpose1d(const ConvTranspose1dParams& p, TensorView<const float> in
     case Family::kDirectFlat:
     case Family::kEncoder:
     case Family::kDepthwise:
+    case Family::kS2d:
       launch_conv_transpose1d_direct(p, input, weight, bias, output, s, c.name);
       break;
     case Family::kDecoder:

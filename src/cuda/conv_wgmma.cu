@@ -641,3 +641,130 @@ void launch_conv_transpose1d_wgmma(const ConvTranspose1dParams& p, TensorView<co
 }
 
 }  // namespace convbank::detail::cuda
+
+// ---- space-to-depth: strided Conv1d with few input channels on the tensor-core kernel ----------
+//
+// A Conv1d of stride s whose kernel is T whole strides long (K = T s, dilation 1, zeros
+// padding, one group) is a stride-1 Conv1d of T taps over s * in_channels channels:
+//   x'[b][c s + r][q] = x[b][c][q s + r - pad],   w'[o][c s + r][m] = w[o][c][m s + r].
+// One-channel encoders (STFT-like analysis, 1 -> 514, K 512, s 128) then have a 128-deep
+// reduction per tap and run on the tensor cores. x' (the input's size) and w' live in a
+// stream-ordered workspace from convbank's pool.
+
+namespace convbank::detail::cuda {
+
+namespace {
+
+constexpr int kS2dTile = 32;
+
+struct S2dArgs {
+  const float* x;
+  std::int64_t x_bs, x_cs, in_frames;
+  float* xs;                              // x': [batch][cin * s][pitch]
+  std::int64_t frames, pitch, pad, rows;  // frames of x' per row; rows = batch * cin
+  int cin, s;
+};
+
+// x' from x, one 32 x 32 tile of (q, r) per block through shared memory: the reads run along
+// the input (r fastest), the writes along the rows of x' (q fastest).
+__global__ void __launch_bounds__(kS2dTile * 8) s2d_input_kernel(S2dArgs a) {
+  __shared__ float tile[kS2dTile][kS2dTile + 1];
+  const int tx = threadIdx.x % kS2dTile, ty = threadIdx.x / kS2dTile;
+  const std::int64_t q0 = std::int64_t{blockIdx.x} * kS2dTile;
+  const int r0 = static_cast<int>(blockIdx.y) * kS2dTile;
+  for (std::int64_t row = blockIdx.z; row < a.rows; row += gridDim.z) {
+    const std::int64_t b = row / a.cin, c = row - b * a.cin;
+    const float* xr = a.x + b * a.x_bs + c * a.x_cs;
+    __syncthreads();                          // the previous row's tile is read
+    for (int i = ty; i < kS2dTile; i += 8) {  // i: q in the tile; tx: r
+      const std::int64_t pos = (q0 + i) * a.s + r0 + tx - a.pad;
+      const bool in = r0 + tx < a.s && pos >= 0 && pos < a.in_frames;
+      tile[i][tx] = in ? __ldg(xr + pos) : 0.0f;
+    }
+    __syncthreads();
+    float* out = a.xs + row * a.s * a.pitch;
+    for (int i = ty; i < kS2dTile; i += 8) {  // i: r in the tile; tx: q
+      const std::int64_t q = q0 + tx;
+      if (r0 + i < a.s && q < a.frames) out[(r0 + i) * a.pitch + q] = tile[tx][i];
+    }
+  }
+}
+
+// w'[o][c s + r][m] = w[o][c][m s + r]: one thread per element of w'.
+__global__ void s2d_weight_kernel(const float* w, float* ws, std::int64_t total, int cin, int s,
+                                  int taps) {
+  for (std::int64_t e = blockIdx.x * std::int64_t{blockDim.x} + threadIdx.x; e < total;
+       e += std::int64_t{gridDim.x} * blockDim.x) {
+    const int m = static_cast<int>(e % taps);
+    const std::int64_t cr = e / taps % (std::int64_t{cin} * s);
+    const std::int64_t o = e / taps / (std::int64_t{cin} * s);
+    const std::int64_t c = cr / s, r = cr - c * s;
+    ws[e] = w[(o * cin + c) * (std::int64_t{taps} * s) + m * s + r];
+  }
+}
+
+// The stride-1 convolution the layer becomes.
+Conv1dParams s2d_params(const Conv1dParams& p) {
+  Conv1dParams q = p;
+  q.in_channels = p.in_channels * p.stride;
+  q.kernel_size = p.kernel_size / p.stride;
+  q.stride = 1;
+  q.pad_left = 0;
+  q.pad_right = 0;
+  q.in_frames = p.out_frames + q.kernel_size - 1;
+  return q;
+}
+
+}  // namespace
+
+bool conv1d_s2d_supported(const Conv1dParams& p) {
+  if (p.groups != 1 || p.dilation != 1 || p.stride < 2 || p.kernel_size % p.stride != 0 ||
+      p.padding_mode != PaddingMode::kZeros || p.in_channels * p.stride > 4096) {
+    return false;
+  }
+  return conv1d_wgmma_supported(s2d_params(p));
+}
+
+void launch_conv1d_s2d_wgmma(const Conv1dParams& p, TensorView<const float> x, const float* w,
+                             const float* bias, TensorView<float> y, cudaStream_t stream,
+                             const char* name) {
+  const Conv1dParams q = s2d_params(p);
+  // Rows of x' padded to 4 floats: the tensor-core kernel copies 16-byte aligned rows whole.
+  const std::int64_t pitch = (q.in_frames + 3) / 4 * 4;
+  const std::size_t x_floats = static_cast<std::size_t>(q.batch * q.in_channels * pitch);
+  const std::size_t w_floats = static_cast<std::size_t>(q.out_channels * q.in_channels) *
+                               static_cast<std::size_t>(q.kernel_size);
+  void* ws = nullptr;
+  check_cuda(
+      cudaMallocFromPoolAsync(&ws, (x_floats + w_floats) * sizeof(float), workspace_pool(), stream),
+      "cudaMallocFromPoolAsync (space-to-depth input and weights)");
+  float* xs = static_cast<float*>(ws);
+  float* wsp = xs + x_floats;
+  S2dArgs a{};
+  a.x = x.data();
+  a.x_bs = x.batch_stride();
+  a.x_cs = x.channel_stride();
+  a.in_frames = p.in_frames;
+  a.xs = xs;
+  a.frames = q.in_frames;
+  a.pitch = pitch;
+  a.pad = p.pad_left;
+  a.rows = p.batch * p.in_channels;
+  a.cin = static_cast<int>(p.in_channels);
+  a.s = static_cast<int>(p.stride);
+  const dim3 grid(grid_dim((q.in_frames + kS2dTile - 1) / kS2dTile, kMaxGridX),
+                  grid_dim((p.stride + kS2dTile - 1) / kS2dTile, kMaxGridYZ),
+                  grid_dim(a.rows, kMaxGridYZ));
+  s2d_input_kernel<<<grid, kS2dTile * 8, 0, stream>>>(a);
+  check_launch("s2d_input", p);
+  const std::int64_t wn = static_cast<std::int64_t>(w_floats);
+  s2d_weight_kernel<<<grid_dim((wn + 255) / 256, 4096), 256, 0, stream>>>(
+      w, wsp, wn, a.cin, a.s, static_cast<int>(q.kernel_size));
+  check_launch("s2d_weights", p);
+  const TensorView<const float> xv(xs, Shape{q.batch, q.in_channels, q.in_frames},
+                                   q.in_channels * pitch, pitch, Device::kCuda);
+  launch_conv1d_wgmma(q, xv, wsp, bias, y, stream, name);
+  check_cuda(cudaFreeAsync(ws, stream), "cudaFreeAsync (space-to-depth workspace)");
+}
+
+}  // namespace convbank::detail::cuda
