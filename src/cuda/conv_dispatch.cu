@@ -1,6 +1,7 @@
 // Host side of the CUDA convolutions: picks a kernel per shape (dispatch rules below, the
 // chosen name is what conv1d_kernel_name() reports), launches it on the caller's stream and
-// checks the launch. No device-wide synchronization, no allocation.
+// checks the launch. No device-wide synchronization; no allocation except the tensor-core
+// kernels' stream-ordered workspaces (conv_wgmma.cu).
 //
 // Conv1d:
 //   out frames <= 128 and batch * out * frames * in/groups * K <= 2^22 (a streaming chunk)
