@@ -21,6 +21,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "../src/core/workloads.hpp"
 #include "../src/cuda/dispatch.hpp"
 #include "convbank/conv.hpp"
 #include "convbank/error.hpp"
@@ -519,24 +520,8 @@ TEST_CASE("cuda: space-to-depth tensor-core encoders against the float64 oracle"
 
 // ---- full-size workloads, checked on slices against float64 --------------------------------
 
-struct Workload {
-  const char* name;
-  bool transposed;
-  std::int64_t n, cin, cout, frames, k, stride, padding, dilation, groups;
-};
-
-// workloads.md, GPU table.
-const Workload kWorkloads[] = {
-    {"seedA", false, 32, 64, 128, 131072, 3, 1, 0, 1, 1},
-    {"seedB", true, 64, 128, 128, 65536, 3, 1, 0, 1, 1},
-    {"enc_tasnet", false, 16, 1, 512, 131072, 16, 8, 0, 1, 1},
-    {"dec_tasnet", true, 16, 512, 1, 16383, 16, 8, 0, 1, 1},
-    {"enc_stft512", false, 16, 1, 514, 131072, 512, 128, 0, 1, 1},
-    {"dec_stft512", true, 16, 514, 1, 1021, 512, 128, 0, 1, 1},
-    {"tcn_depthwise", false, 16, 512, 512, 16384, 3, 1, 8, 8, 512},
-    {"tcn_pointwise", false, 16, 512, 128, 16384, 1, 1, 0, 1, 1},
-    {"up2x", true, 8, 64, 32, 65536, 4, 2, 1, 1, 1},
-};
+using convbank::detail::kWorkloads;  // workloads.md, GPU table
+using convbank::detail::Workload;
 
 double ref_conv1d_at(const Workload& w, const float* x, const float* wt, const float* bias,
                      std::int64_t b, std::int64_t co, std::int64_t t) {

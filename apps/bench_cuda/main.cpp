@@ -35,6 +35,7 @@
 #include "convbank/conv.hpp"
 #include "convbank/runtime.hpp"
 #include "convbank/tensor.hpp"
+#include "core/workloads.hpp"
 #include "cuda/dispatch.hpp"
 
 namespace {
@@ -65,23 +66,8 @@ constexpr double kL2Bytes = 60e6;
   } while (0)
 #endif
 
-struct Problem {
-  std::string name;
-  bool transposed = false;
-  std::int64_t n, cin, cout, frames, k, stride, padding, dilation, groups;
-};
-
-const Problem kWorkloads[] = {
-    {"seedA", false, 32, 64, 128, 131072, 3, 1, 0, 1, 1},
-    {"seedB", true, 64, 128, 128, 65536, 3, 1, 0, 1, 1},
-    {"enc_tasnet", false, 16, 1, 512, 131072, 16, 8, 0, 1, 1},
-    {"dec_tasnet", true, 16, 512, 1, 16383, 16, 8, 0, 1, 1},
-    {"enc_stft512", false, 16, 1, 514, 131072, 512, 128, 0, 1, 1},
-    {"dec_stft512", true, 16, 514, 1, 1021, 512, 128, 0, 1, 1},
-    {"tcn_depthwise", false, 16, 512, 512, 16384, 3, 1, 8, 8, 512},
-    {"tcn_pointwise", false, 16, 512, 128, 16384, 1, 1, 0, 1, 1},
-    {"up2x", true, 8, 64, 32, 65536, 4, 2, 1, 1, 1},
-};
+using Problem = convbank::detail::Workload;
+using convbank::detail::kWorkloads;
 
 // Shapes outside workloads.md (dilated, strided, grouped, wider kernels, transposed variants),
 // reported without tuning for them: a kernel that only wins on the listed shapes is not the
@@ -531,7 +517,7 @@ int main(int argc, char** argv) {
 
     std::vector<Result> results;
     for (const auto& p : problems) {
-      std::fprintf(stderr, "running %s (%s) ...\n", p.name.c_str(), shape_string(p).c_str());
+      std::fprintf(stderr, "running %s (%s) ...\n", p.name, shape_string(p).c_str());
       results.push_back(run_problem(p, runs, use_cudnn));
     }
 
@@ -546,11 +532,10 @@ int main(int argc, char** argv) {
       const double floor = std::max(mem_floor, ffma_floor);
       std::printf(
           "| %s | %s | %s | %s | %s | %s | %s | %s%% (%s) | %s | %s | %s | %s%s | %s | %s | %s |\n",
-          r.p.name.c_str(), r.p.transposed ? "ConvTranspose1d" : "Conv1d",
-          shape_string(r.p).c_str(), r.kernel.c_str(), fmt(r.ours_ms).c_str(),
-          fmt(r.gflop / r.ours_ms * 1e3, 0).c_str(), fmt(r.bytes / r.ours_ms / 1e6, 0).c_str(),
-          fmt(100.0 * floor / r.ours_ms, 0).c_str(), mem_floor > ffma_floor ? "mem" : "FFMA",
-          r.have_cudnn ? fmt(r.cudnn_ms).c_str() : "n/a",
+          r.p.name, r.p.transposed ? "ConvTranspose1d" : "Conv1d", shape_string(r.p).c_str(),
+          r.kernel.c_str(), fmt(r.ours_ms).c_str(), fmt(r.gflop / r.ours_ms * 1e3, 0).c_str(),
+          fmt(r.bytes / r.ours_ms / 1e6, 0).c_str(), fmt(100.0 * floor / r.ours_ms, 0).c_str(),
+          mem_floor > ffma_floor ? "mem" : "FFMA", r.have_cudnn ? fmt(r.cudnn_ms).c_str() : "n/a",
           r.have_cudnn ? (fmt(r.cudnn_ms / r.ours_ms, 2) + "x").c_str() : "n/a",
           r.have_cudnn ? sci(r.max_rel_diff).c_str() : "n/a", sci(r.ours_l2).c_str(),
           r.ours_all_written ? "" : " UNWRITTEN OUTPUTS",
