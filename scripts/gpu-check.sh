@@ -97,7 +97,7 @@ if has bench && [ -x "$BUILD/apps/bench_cuda/convbank-bench-cuda" ]; then
       CONVBANK_CUDA_WGMMA=1 timeout "$(budget 60)" ncu --clock-control none --section SpeedOfLight \
         --section Occupancy --section SchedulerStats --section LaunchStats -k regex:3xtf32 -c 1 \
         "$BUILD/apps/bench_cuda/convbank-bench-cuda" --no-cudnn --workload seedA --runs 20 2>&1 |
-        grep -vE '^\|' | tail -70 >>"$OUT/bench.md"
+        grep -vE '^\|' | tail -200 >>"$OUT/bench.md"
     fi
   fi
   stamp "bench: ${status[bench]}"
