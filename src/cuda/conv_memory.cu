@@ -4,7 +4,7 @@
 //   conv1d_encoder_ffma          one input channel per group, >= 16 outputs per group: a block
 //                                stages its input window once in shared memory, split into
 //                                `stride` phase rows so that lanes on consecutive frames read
-//                                consecutive words, and writes 128 frames x 64/128 channels.
+//                                consecutive words, and writes 128 frames x 64 channels.
 //   conv1d_depthwise_staged      one input channel per group, < 16 outputs per group: a block
 //                                stages the window of 1024..4096 frames of one row.
 //   conv_transpose1d_decoder_ffma  few outputs per group (decoders), stride 2..16, K a multiple
@@ -24,6 +24,7 @@ namespace {
 
 constexpr int kEncThreads = 256;
 constexpr int kEncWarps = kEncThreads / 32;
+constexpr int kEncRows = 8;                   // output channels per warp
 constexpr int kEncPerLane = 4;                // frames per lane, 32 apart
 constexpr int kEncFrames = 32 * kEncPerLane;  // frames per block
 // Dynamic shared memory a block may use without opting in (48 KB): weights + input window.
@@ -48,14 +49,16 @@ std::int64_t encoder_window(const Conv1dParams& p) {
 std::int64_t encoder_phase_len(const Conv1dParams& p) {
   return (encoder_window(p) + p.stride - 1) / p.stride;
 }
-std::int64_t encoder_smem_floats(const Conv1dParams& p, int rows_per_warp) {
-  return kEncWarps * rows_per_warp * p.kernel_size + p.stride * encoder_phase_len(p);
+std::int64_t encoder_smem_floats(const Conv1dParams& p) {
+  return kEncWarps * kEncRows * p.kernel_size + p.stride * encoder_phase_len(p);
 }
 
 // RC output channels per warp (a block: 8 * RC channels x 128 frames). Per tap a lane reads 4
-// input words and RC / 4 broadcast float4 weights for 4 * RC multiply-adds.
-template <int RC>
+// input words and RC / 4 broadcast float4 weights for 4 * RC multiply-adds. 8 channels per warp
+// (64 registers, four blocks per multiprocessor) measured faster than 16 (two blocks) on
+// enc_tasnet: 0.273 vs 0.297 ms.
 __global__ void __launch_bounds__(kEncThreads) conv1d_encoder_kernel(EncArgs a) {
+  constexpr int RC = kEncRows;
   static_assert(RC % 4 == 0, "weights are read as float4");
   constexpr int CO = kEncWarps * RC;
   extern __shared__ __align__(16) float sm[];
@@ -433,6 +436,15 @@ void launch_decoder(const DecArgs& a, bool vec, dim3 grid, std::size_t smem, cud
   }
 }
 
+// The output blocks with an output in [0, out_frames) and their tiles, from a multiple of 4
+// (16-byte loads).
+void set_block_range(DecArgs& a, const ConvTranspose1dParams& p) {
+  a.q_begin = p.padding / p.stride;
+  a.q_end = (p.out_frames - 1 + p.padding) / p.stride + 1;
+  a.qbase = a.q_begin / 4 * 4;
+  a.q_tiles = (a.q_end - a.qbase + kDecBlocks - 1) / kDecBlocks;
+}
+
 int decoder_phases(std::int64_t stride) {
   return stride <= 4 ? 4 : (stride <= 8 ? 8 : 16);
 }
@@ -443,7 +455,7 @@ int decoder_phases(std::int64_t stride) {
 
 bool conv1d_encoder_supported(const Conv1dParams& p) {
   return p.in_channels == p.groups && p.out_channels / p.groups >= 16 &&
-         encoder_smem_floats(p, 8) <= kEncSmemFloats;
+         encoder_smem_floats(p) <= kEncSmemFloats;
 }
 
 void launch_conv1d_encoder(const Conv1dParams& p, TensorView<const float> x, const float* w,
@@ -464,25 +476,15 @@ void launch_conv1d_encoder(const Conv1dParams& p, TensorView<const float> x, con
   a.mode = to_pad_mode(p.padding_mode);
   a.window = static_cast<int>(encoder_window(p));
   a.phase_len = static_cast<int>(encoder_phase_len(p));
-  // 64 channels per block (8 per warp: 64 registers, four blocks per multiprocessor) measured
-  // faster than 128 (16 per warp, two blocks) on enc_tasnet: 0.273 vs 0.297 ms.
-  // CONVBANK_CUDA_ENCODER_ROWS=16 (rows per warp) runs the wide tile where it fits.
-  static const int forced = env_int("CONVBANK_CUDA_ENCODER_ROWS");
-  const bool wide = forced == 16 && encoder_smem_floats(p, 16) <= kEncSmemFloats;
-  const int rc = wide ? 16 : 8;
-  a.c_tiles = (a.cout_g + kEncWarps * rc - 1) / (kEncWarps * rc);
+  a.c_tiles = (a.cout_g + kEncWarps * kEncRows - 1) / (kEncWarps * kEncRows);
   // About eight blocks per multiprocessor, each looping over frame tiles with its weights staged
   // once.
   const std::int64_t pairs = a.groups * a.c_tiles * p.batch;
   const std::int64_t per_pair = (8LL * num_sms() + pairs - 1) / pairs;
   const dim3 grid(grid_dim(std::min(a.t_tiles, per_pair), kMaxGridX),
                   grid_dim(a.groups * a.c_tiles, kMaxGridYZ), grid_dim(p.batch, kMaxGridYZ));
-  const std::size_t smem = sizeof(float) * static_cast<std::size_t>(encoder_smem_floats(p, rc));
-  if (wide) {
-    conv1d_encoder_kernel<16><<<grid, kEncThreads, smem, stream>>>(a);
-  } else {
-    conv1d_encoder_kernel<8><<<grid, kEncThreads, smem, stream>>>(a);
-  }
+  const std::size_t smem = sizeof(float) * static_cast<std::size_t>(encoder_smem_floats(p));
+  conv1d_encoder_kernel<<<grid, kEncThreads, smem, stream>>>(a);
   check_launch(name, p);
 }
 
@@ -542,10 +544,9 @@ bool conv_transpose1d_decoder_supported(const ConvTranspose1dParams& p) {
 }
 
 std::int64_t conv_transpose1d_decoder_blocks(const ConvTranspose1dParams& p) {
-  const std::int64_t q_begin = p.padding / p.stride;
-  const std::int64_t q_end = (p.out_frames - 1 + p.padding) / p.stride + 1;
-  const std::int64_t qbase = q_begin / 4 * 4;
-  return (q_end - qbase + kDecBlocks - 1) / kDecBlocks * p.batch * p.out_channels;
+  DecArgs a{};
+  set_block_range(a, p);
+  return a.q_tiles * p.batch * p.out_channels;
 }
 
 void launch_conv_transpose1d_decoder(const ConvTranspose1dParams& p, TensorView<const float> x,
@@ -557,10 +558,7 @@ void launch_conv_transpose1d_decoder(const ConvTranspose1dParams& p, TensorView<
   const int ph = decoder_phases(p.stride);
   a.chunk = std::max(1, kDecWeightFloats / (a.T * ph));
   a.w_floats = (std::min(a.chunk, a.cin_g) * a.T * ph + 3) / 4 * 4;
-  a.q_begin = p.padding / p.stride;
-  a.q_end = (p.out_frames - 1 + p.padding) / p.stride + 1;
-  a.qbase = a.q_begin / 4 * 4;
-  a.q_tiles = (a.q_end - a.qbase + kDecBlocks - 1) / kDecBlocks;
+  set_block_range(a, p);
   const bool vec =
       reinterpret_cast<std::uintptr_t>(x.data()) % 16 == 0 && a.x_cs % 4 == 0 && a.x_bs % 4 == 0;
   // At most about four blocks per multiprocessor, each looping over tiles of its row, so a
