@@ -282,11 +282,11 @@ Choice choose(const Conv1dParams& p) {
   if (p.out_frames <= 128 && outputs * cin_g * p.kernel_size <= kTinyConvFmas) {
     return {Family::kDirectFlat, GemmTile::k128x128, "conv1d_direct_flat"};
   }
-  if (use_wgmma(outputs * cin_g * p.kernel_size, cout_g) && conv1d_wgmma_supported(p)) {
+  const bool tensor_cores = use_wgmma(outputs * cin_g * p.kernel_size, cout_g);
+  if (tensor_cores && conv1d_wgmma_supported(p)) {
     return {Family::kWgmma, GemmTile::k128x128, "conv1d_wgmma_3xtf32_128x64"};
   }
-  if (use_wgmma(outputs * cin_g * p.kernel_size, cout_g) && s2d_wins(p) &&
-      conv1d_s2d_supported(p)) {
+  if (tensor_cores && s2d_wins(p) && conv1d_s2d_supported(p)) {
     return {Family::kS2d, GemmTile::k128x128, "conv1d_s2d_wgmma_3xtf32_128x64"};
   }
   if (p.kernel_size == 3 && p.stride == 1 && p.dilation == 1 && cin_g >= 16 && cout_g >= 32) {
