@@ -240,6 +240,13 @@ void launch_conv_transpose1d_wgmma(const ConvTranspose1dParams& p, TensorView<co
                                    const float* w, const float* bias, TensorView<float> y,
                                    cudaStream_t stream, const char* name);
 
+// The channel tile (128 or 64) of the tensor-core kernel with both operands in shared memory,
+// which runs the stride-1 convolutions of the wgmma launches above (the Conv1d itself, the phase
+// convolutions, space-to-depth); 0 where the register-fragment kernel (128 x 64) runs. The
+// arguments are those of the stride-1 convolution the launch runs.
+int wgmma_ss_tile(std::int64_t stride, std::int64_t taps, std::int64_t dilation,
+                  std::int64_t cout_g);
+
 // A strided Conv1d with few input channels (one group, dilation 1, zeros padding, K a multiple
 // of the stride) as the stride-1 tensor-core convolution over stride * in_channels channels
 // (space-to-depth, conv_wgmma.cu): false wherever conv1d_wgmma_supported() is for that shape.

@@ -36,6 +36,7 @@
 // a block with a non-finite stored output, or any block when the weight split flagged a
 // non-finite weight, recomputes its outputs with the direct fp32 formula, which gives
 // PyTorch's classes exactly. Finite data pays one compare per output.
+#include <algorithm>
 #include <mutex>
 #include <type_traits>
 
@@ -70,12 +71,16 @@ struct WgArgs {
   // Conv1d).
   std::int64_t w_gs, w_co, w_ci;
   bool transposed;
-  float* planes;  // split weights: [group][column tile][chunk][big, small][plane]
+  float* planes;  // split weights: [group][phase][column tile][chunk][big, small][plane]
+  int cols;       // columns (output channels) per tile and plane
   int ci_chunk;   // input channels per chunk (8 or 16)
   int rt;         // reduction rows per chunk: taps * ci_chunk
   int nchunks;
   int span, pitch;  // input frames a block reads per channel (+3 for alignment); pitch
-  bool x_vec;       // input rows 16-byte aligned: 16-byte copies
+  std::uint32_t span_div, quads_div;  // ceil(2^32 / span), ceil(2^32 / (span / 4)): i / span
+                                      // = __umulhi(i, span_div) for the indices used here
+  bool x_vec;                         // input rows 16-byte aligned: 16-byte copies
+  bool y_vec2;                        // output rows 8-byte aligned: 8-byte stores of two frames
   std::int64_t t_tiles;
   int n_tiles;
   // ConvTranspose1d at stride s > 1 runs as s phase convolutions (phases = s, dilation 1,
@@ -85,9 +90,11 @@ struct WgArgs {
   std::int64_t pad;
 };
 
-// Offset of reduction row r, column n in a plane (floats).
-__host__ __device__ __forceinline__ int plane_offset(int r, int n) {
-  return ((r >> 3) * (kWgCols / 8) + (n >> 3)) * 64 + ((r >> 2) & 1) * 32 + (n & 7) * 4 + (r & 3);
+// Offset of reduction row r, column n in a plane of `cols` columns (floats): K-major core
+// matrices of 8 columns x 4 reduction rows (128 B), the two of an 8-deep step next to each
+// other, then the column groups, then the steps.
+__host__ __device__ __forceinline__ int plane_offset(int r, int n, int cols) {
+  return ((r >> 3) * (cols / 8) + (n >> 3)) * 64 + ((r >> 2) & 1) * 32 + (n & 7) * 4 + (r & 3);
 }
 
 // Where phase p of a call reads and writes: input frame of its output 0 and tap 0, output frame
@@ -123,6 +130,44 @@ __device__ __forceinline__ void wgmma_tf32(float (&d)[32], const std::uint32_t (
         "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]),
         "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "n"(kScaleD));
+}
+
+// d (+)= A * B with both operands in shared memory (descriptors), m64n128k8; scale_d = 0
+// overwrites d (the first product of a chunk).
+__device__ __forceinline__ void wgmma_tf32_ss(float (&d)[64], std::uint64_t a, std::uint64_t b,
+                                              int scale_d) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, "
+      "%8, %9, %10, %11, %12, %13, %14, %15, "
+      "%16, %17, %18, %19, %20, %21, %22, %23, "
+      "%24, %25, %26, %27, %28, %29, %30, %31, "
+      "%32, %33, %34, %35, %36, %37, %38, %39, "
+      "%40, %41, %42, %43, %44, %45, %46, %47, "
+      "%48, %49, %50, %51, %52, %53, %54, %55, "
+      "%56, %57, %58, %59, %60, %61, %62, %63"
+      "}, %64, %65, p, 1, 1;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
+        "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
+        "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]),
+        "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]),
+        "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]),
+        "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]),
+        "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]),
+        "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]),
+        "+f"(d[63])
+      : "l"(a), "l"(b), "r"(scale_d));
+}
+
+// Shared-memory matrix descriptor, no swizzle: core matrices of 8 rows x 16 bytes; lbo bytes
+// between core matrices along the reduction, sbo bytes along the rows.
+__device__ __forceinline__ std::uint64_t smem_desc(std::uint32_t addr, std::uint32_t lbo,
+                                                   std::uint32_t sbo) {
+  return static_cast<std::uint64_t>((addr & 0x3FFFF) >> 4) |
+         (static_cast<std::uint64_t>(lbo >> 4) << 16) |
+         (static_cast<std::uint64_t>(sbo >> 4) << 32);
 }
 
 __device__ __forceinline__ std::uint32_t to_tf32(float x) {
@@ -178,24 +223,56 @@ __device__ __forceinline__ std::uint64_t b_desc(std::uint32_t addr) {
 
 #endif  // __CUDA_ARCH_FEAT_SM90_ALL
 
+// Copies input rows 0 .. rows - 1 of a channel chunk (xc: its first row) at frames slab0 ..
+// slab0 + a.span - 1 into dst[r * pitch + j]; positions outside the input and rows rows ..
+// a.ci_chunk - 1 read as zeros. 16-byte copies when a.x_vec (slab0 is then a multiple of 4).
+__device__ __forceinline__ void copy_slab(const WgArgs& a, float* dst, int pitch, const float* xc,
+                                          int rows, std::int64_t slab0, int tid, int nthreads) {
+  if (a.x_vec) {
+    const int quads = a.span >> 2;  // span is a multiple of 4
+    for (int i = tid; i < a.ci_chunk * quads; i += nthreads) {
+      const int r = static_cast<int>(__umulhi(i, a.quads_div)), j = i - r * quads;
+      const std::int64_t pos = slab0 + 4 * j;
+      const float* row = xc + r * a.x_cs;
+      float* d = dst + r * pitch + 4 * j;
+      if (r >= rows || (pos >= 0 && pos + 4 <= a.in_frames)) {
+        cp_async16(smem_addr(d), r < rows ? row + pos : a.x, r < rows);
+      } else {
+#pragma unroll
+        for (int u = 0; u < 4; ++u) {
+          const bool in = pos + u >= 0 && pos + u < a.in_frames;
+          cp_async4(smem_addr(d + u), in ? row + pos + u : a.x, in);
+        }
+      }
+    }
+  } else {
+    for (int i = tid; i < a.ci_chunk * a.span; i += nthreads) {
+      const int r = static_cast<int>(__umulhi(i, a.span_div)), j = i - r * a.span;
+      const std::int64_t pos = slab0 + j;
+      const bool in = r < rows && pos >= 0 && pos < a.in_frames;
+      cp_async4(smem_addr(dst + r * pitch + j), in ? xc + r * a.x_cs + pos : a.x, in);
+    }
+  }
+}
+
 // Splits the weights into the planes the main kernel copies: one thread per plane element.
 // Elements past the channel counts are zero. Sets *nonfinite when a split is not exact.
 __global__ void wgmma_split_weights_kernel(WgArgs a, int* nonfinite) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  const int plane = kWgCols * a.rt;
+  const int plane = a.cols * a.rt;
   const std::int64_t total = a.groups * a.phases * a.n_tiles * a.nchunks * std::int64_t{plane};
   bool ok = true;
   for (std::int64_t e = blockIdx.x * std::int64_t{blockDim.x} + threadIdx.x; e < total;
        e += std::int64_t{gridDim.x} * blockDim.x) {
-    const int n = static_cast<int>(e % kWgCols);
-    const int r = static_cast<int>(e / kWgCols % a.rt);
+    const int n = static_cast<int>(e % a.cols);
+    const int r = static_cast<int>(e / a.cols % a.rt);
     const std::int64_t block = e / plane;  // (group, phase, column tile, chunk)
     const int c = static_cast<int>(block % a.nchunks);
     const int nt = static_cast<int>(block / a.nchunks % a.n_tiles);
     const int ph = static_cast<int>(block / a.nchunks / a.n_tiles % a.phases);
     const std::int64_t g = block / a.nchunks / a.n_tiles / a.phases;
     const int tap = r / a.ci_chunk, ci = c * a.ci_chunk + r % a.ci_chunk;
-    const int co = nt * kWgCols + n;
+    const int co = nt * a.cols + n;
     float v = 0.0f;
     if (ci < a.cin_g && co < a.cout_g) {
       const int k = a.transposed ? ph + (a.taps - 1 - tap) * a.phases : tap;
@@ -204,11 +281,44 @@ __global__ void wgmma_split_weights_kernel(WgArgs a, int* nonfinite) {
     std::uint32_t hi, lo;
     ok &= split_tf32(v, hi, lo);
     float* big = a.planes + block * 2 * plane;
-    big[plane_offset(r, n)] = __uint_as_float(hi);
-    big[plane + plane_offset(r, n)] = __uint_as_float(lo);
+    big[plane_offset(r, n, a.cols)] = __uint_as_float(hi);
+    big[plane + plane_offset(r, n, a.cols)] = __uint_as_float(lo);
   }
   if (!ok) atomicOr(nonfinite, 1);
 #endif
+}
+
+// The direct fp32 formula for the outputs (channel co0 + col, frame t0 + row), col < cols,
+// row < rows, of batch b, group g, phase ph (start: input frame of output t0, tap 0): PyTorch's
+// NaN/Inf classes, where the split products would turn Inf into NaN.
+template <bool kTransposed, bool kPhased>
+__device__ void direct_outputs(const WgArgs& a, std::int64_t b, std::int64_t g, int ph,
+                               const PhaseView& pv, std::int64_t start, int co0, int cols,
+                               std::int64_t t0, int rows, int tid, int nthreads) {
+  const float* xg = a.x + b * a.x_bs + g * a.cin_g * a.x_cs;
+  const float* wg = a.w + g * a.w_gs;
+  const int K = a.taps;
+  for (int e = tid; e < rows * cols; e += nthreads) {
+    const int row = e % rows, col = e / rows;
+    const int co = co0 + col;
+    const std::int64_t t = t0 + row;
+    if (co >= a.cout_g || t >= pv.frames) continue;
+    float s = 0.0f;
+    for (int ci = 0; ci < a.cin_g; ++ci) {
+      const float* xr = xg + ci * a.x_cs;
+      for (int k = 0; k < K; ++k) {
+        const std::int64_t pos = start + row * a.stride + k * a.dilation;
+        const float xv = (pos >= 0 && pos < a.in_frames) ? __ldg(xr + pos) : 0.0f;
+        const float wv = kTransposed ? __ldg(wg + ci * a.w_ci +
+                                             (kPhased ? co * a.w_co + ph + (K - 1 - k) * a.phases
+                                                      : co * K + (K - 1 - k)))
+                                     : __ldg(wg + co * a.w_co + ci * K + k);
+        s = fmaf(xv, wv, s);
+      }
+    }
+    if (a.bias != nullptr) s += __ldg(a.bias + g * a.cout_g + co);
+    a.y[b * a.y_bs + (g * a.cout_g + co) * a.y_cs + (kPhased ? pv.y0 + t * a.phases : t)] = s;
+  }
 }
 
 // kPhased: a strided ConvTranspose1d's phase convolutions (a.phases > 1); a template flag so
@@ -225,7 +335,6 @@ __global__ void __launch_bounds__(kWgThreads, kMinBlocks)
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
   const int steps = a.rt >> 3;            // 8-deep reduction steps per chunk
   const int tap_steps = a.ci_chunk >> 3;  // steps per tap
-  const int K = a.taps;
   const bool w_ok = *weights_nonfinite == 0;
   // This thread's A fragment (m64nNk8 tf32 layout): rows g and g + 8 of the warp's 16,
   // reduction columns q and q + 4.
@@ -268,35 +377,9 @@ __global__ void __launch_bounds__(kWgThreads, kMinBlocks)
           const float* src = wplanes + c * std::int64_t{2 * plane};
           for (int i = tid; i < plane_quads; i += kWgThreads)
             cp_async16(smem_addr(dst + 4 * i), src + 4 * i, true);
-          float* xd = dst + 2 * plane;
           const int ci0 = c * a.ci_chunk;
-          const int rows = min(a.ci_chunk, a.cin_g - ci0);
-          if (a.x_vec) {
-            const int quads = a.span >> 2;  // span is a multiple of 4 here
-            for (int i = tid; i < a.ci_chunk * quads; i += kWgThreads) {
-              const int r = i / quads, j = i - r * quads;
-              const std::int64_t pos = slab0 + 4 * j;
-              const float* row = xg + (ci0 + r) * a.x_cs;
-              float* d = xd + r * a.pitch + 4 * j;
-              if (r >= rows || (pos >= 0 && pos + 4 <= a.in_frames)) {
-                cp_async16(smem_addr(d), r < rows ? row + pos : a.x, r < rows);
-              } else {
-#pragma unroll
-                for (int u = 0; u < 4; ++u) {
-                  const bool in = pos + u >= 0 && pos + u < a.in_frames;
-                  cp_async4(smem_addr(d + u), in ? row + pos + u : a.x, in);
-                }
-              }
-            }
-          } else {
-            for (int i = tid; i < a.ci_chunk * a.span; i += kWgThreads) {
-              const int r = i / a.span, j = i - r * a.span;
-              const std::int64_t pos = slab0 + j;
-              const bool in = r < rows && pos >= 0 && pos < a.in_frames;
-              cp_async4(smem_addr(xd + r * a.pitch + j), in ? xg + (ci0 + r) * a.x_cs + pos : a.x,
-                        in);
-            }
-          }
+          copy_slab(a, dst + 2 * plane, a.pitch, xg + ci0 * a.x_cs, min(a.ci_chunk, a.cin_g - ci0),
+                    slab0, tid, kWgThreads);
         }
         cp_async_commit();
       };
@@ -392,29 +475,8 @@ __global__ void __launch_bounds__(kWgThreads, kMinBlocks)
       if (__syncthreads_or(!ok)) {
         // A NaN/Inf in this block's outputs or in the weights: the direct formula, whose
         // classes (NaN, +-Inf) are PyTorch's.
-        const float* wg = a.w + g * a.w_gs;
-        for (int e = tid; e < kWgRows * kN; e += kWgThreads) {
-          const int row = e % kWgRows, col = e / kWgRows;
-          const int co = co0 + col;
-          const std::int64_t t = t0 + row;
-          if (co >= a.cout_g || t >= (kPhased ? pv.frames : a.out_frames)) continue;
-          float s = 0.0f;
-          for (int ci = 0; ci < a.cin_g; ++ci) {
-            const float* xr = xg + ci * a.x_cs;
-            for (int k = 0; k < K; ++k) {
-              const std::int64_t pos = start + row * a.stride + k * a.dilation;
-              const float xv = (pos >= 0 && pos < a.in_frames) ? __ldg(xr + pos) : 0.0f;
-              const float wv = kTransposed
-                                   ? __ldg(wg + ci * a.w_ci +
-                                           (kPhased ? co * a.w_co + ph + (K - 1 - k) * a.phases
-                                                    : co * K + (K - 1 - k)))
-                                   : __ldg(wg + co * a.w_co + ci * K + k);
-              s = fmaf(xv, wv, s);
-            }
-          }
-          if (a.bias != nullptr) s += __ldg(a.bias + g * a.cout_g + co);
-          a.y[b * a.y_bs + (g * a.cout_g + co) * a.y_cs + (kPhased ? pv.y0 + t * a.phases : t)] = s;
-        }
+        direct_outputs<kTransposed, kPhased>(a, b, g, ph, pv, start, co0, kN, t0, kWgRows, tid,
+                                             kWgThreads);
       } else {
         float* yb = a.y + b * a.y_bs + g * a.cout_g * a.y_cs;
         for_each_stored([&](float v, int co, std::int64_t t) {
@@ -425,6 +487,246 @@ __global__ void __launch_bounds__(kWgThreads, kMinBlocks)
       __syncthreads();  // the next tile's copies reuse the ring
     }
   }
+#endif
+}
+
+// ---- both operands in shared memory (SS): the stride-1 convolutions -------------------------
+//
+// The GEMM turned around: rows (M) = output channels, columns (N) = output frames. The
+// activations are split into big/small planes once per block and chunk, in shared memory laid
+// out [4-channel group][frame][4 channels] (K-major, a 16-byte row per frame): a core matrix is
+// then 8 consecutive frames, so the tap shift is a descriptor offset of 16 bytes per frame and
+// every tap reads the same planes. The weights are the A operand, split once per call by the
+// weight split kernel (kSsCoTile-column planes). No fragment lives in registers: the two
+// warpgroups issue a whole chunk of wgmmas (3 per 8-deep step), and while the tensor cores run
+// them the same threads copy and split the next chunk into the other stage.
+// Block: kCoTile output channels x kSsBlockFrames(kCoTile) frames, each warpgroup m64 x n128.
+
+constexpr int kSsThreads = 256;  // two warpgroups
+constexpr int kSsWeightStages = 3;
+constexpr int kSsWgFrames = 128;
+__host__ __device__ constexpr int ss_block_frames(int co_tile) {
+  return co_tile == 128 ? kSsWgFrames : 2 * kSsWgFrames;
+}
+
+template <bool kTransposed, bool kPhased, int kCoTile>
+__global__ void __launch_bounds__(kSsThreads, 1)
+    conv1d_wgmma_ss_kernel(WgArgs a, const int* weights_nonfinite) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  constexpr int kFrames = ss_block_frames(kCoTile);
+  extern __shared__ __align__(128) float smem[];
+  const int a_stage = 2 * kCoTile * a.rt;                  // floats: [big, small][kCoTile x rt]
+  const int b_plane = a.ci_chunk * a.span;                 // floats: [ci_chunk / 4][span][4]
+  float* const a_smem = smem;                              // [kSsWeightStages][a_stage]
+  float* const b_smem = smem + kSsWeightStages * a_stage;  // [2][big, small][b_plane]
+  float* const raw = b_smem + 4 * b_plane;                 // [2][ci_chunk][span], the copied input
+  const int tid = threadIdx.x, wg = tid >> 7, lane = tid & 31, q = lane & 3;
+  const int row_in_wg = ((tid >> 5) & 3) * 16 + (lane >> 2);  // accumulator row (channel)
+  const int wg_co = kCoTile == 128 ? wg * 64 : 0;
+  const int wg_t = kCoTile == 128 ? 0 : wg * kSsWgFrames;
+  const int steps = a.rt >> 3, tap_steps = a.ci_chunk >> 3;
+  const bool w_ok = *weights_nonfinite == 0;
+  const std::int64_t tiles = a.t_tiles * a.n_tiles * (kPhased ? a.phases : 1);
+  const std::int64_t items = a.bg_count * tiles;
+  if (blockIdx.x >= items) return;
+
+  struct Tile {
+    std::int64_t b, g, t0, start, slab0;
+    int ph, nt, shift;
+    PhaseView pv;
+  };
+  // The phases, then the channel tiles of one frame tile are neighbours in the work order: they
+  // share the input through L2, and the phases fill each other's output lines there.
+  auto tile_at = [&](std::int64_t item) {
+    Tile t;
+    const std::int64_t bg = item / tiles;
+    std::int64_t rest = item - bg * tiles;
+    t.b = bg / a.groups;
+    t.g = bg - t.b * a.groups;
+    t.ph = kPhased ? static_cast<int>(rest % a.phases) : 0;
+    if (kPhased) rest /= a.phases;
+    t.nt = static_cast<int>(rest % a.n_tiles);
+    t.t0 = rest / a.n_tiles * kFrames;
+    t.pv = kPhased ? phase_view(a, t.ph) : PhaseView{a.in_offset, 0, a.out_frames};
+    t.start = t.pv.in_offset + t.t0;
+    t.slab0 = a.x_vec ? (t.start & ~std::int64_t{3}) : t.start;
+    t.shift = static_cast<int>(t.start - t.slab0);
+    return t;
+  };
+
+  // Jobs are (tile, chunk) pairs in order; job j's weights go to stage j % kSsWeightStages,
+  // its input to raw[j % 2] and, split, to b_smem[j % 2]. Copies run two jobs ahead (one
+  // cp.async group per job, empty past the end), the split one job ahead.
+  // What the copies of a tile need: its weight planes, its input rows, its first frame.
+  struct Source {
+    std::int64_t item;
+    const float* w;
+    const float* x;
+    std::int64_t slab0;
+  };
+  auto source_at = [&](std::int64_t item) {
+    const Tile t = tile_at(item);
+    return Source{item,
+                  a.planes + ((kPhased ? t.g * a.phases + t.ph : t.g) * a.n_tiles + t.nt) *
+                                 a.nchunks * std::int64_t{a_stage},
+                  a.x + t.b * a.x_bs + t.g * a.cin_g * a.x_cs, t.slab0};
+  };
+  Source ld = source_at(blockIdx.x);  // the tile of the next job to copy
+  int ld_c = 0, ld_j = 0;
+  auto copy_next = [&] {
+    if (ld.item < items) {
+      const float* src = ld.w + ld_c * std::int64_t{a_stage};
+      float* dst = a_smem + (ld_j % kSsWeightStages) * a_stage;
+      for (int i = tid; i < a_stage / 4; i += kSsThreads)
+        cp_async16(smem_addr(dst + 4 * i), src + 4 * i, true);
+      const int ci0 = ld_c * a.ci_chunk;
+      copy_slab(a, raw + (ld_j & 1) * b_plane, a.span, ld.x + ci0 * a.x_cs,
+                min(a.ci_chunk, a.cin_g - ci0), ld.slab0, tid, kSsThreads);
+      if (++ld_c == a.nchunks) {
+        ld_c = 0;
+        ld = source_at(ld.item + gridDim.x);
+      }
+    }
+    cp_async_commit();
+    ++ld_j;
+  };
+  // Input of job j (copied) -> big and small planes, 4 channels x 1 frame (16 bytes) a thread.
+  auto split_input = [&](int j) {
+    const float* r = raw + (j & 1) * b_plane;
+    uint4* big = reinterpret_cast<uint4*>(b_smem + (j & 1) * 2 * b_plane);
+    uint4* small = big + b_plane / 4;
+    for (int i = tid; i < b_plane / 4; i += kSsThreads) {
+      const int grp = static_cast<int>(__umulhi(i, a.span_div)), f = i - grp * a.span;
+      std::uint32_t hi[4], lo[4];
+#pragma unroll
+      for (int u = 0; u < 4; ++u) split_tf32(r[(4 * grp + u) * a.span + f], hi[u], lo[u]);
+      big[i] = make_uint4(hi[0], hi[1], hi[2], hi[3]);
+      small[i] = make_uint4(lo[0], lo[1], lo[2], lo[3]);
+    }
+  };
+
+  copy_next();
+  copy_next();
+  cp_async_wait<1>();
+  __syncthreads();
+  split_input(0);
+  fence_proxy_async();
+  __syncthreads();
+
+  // A NaN/Inf in a tile's outputs or in the weights: the direct formula, whose classes (NaN,
+  // +-Inf) are PyTorch's.
+  std::int64_t fallback = -1;
+  auto direct_tile = [&](std::int64_t item) {
+    const Tile t = tile_at(item);
+    direct_outputs<kTransposed, kPhased>(a, t.b, t.g, t.ph, t.pv, t.start, t.nt * kCoTile, kCoTile,
+                                         t.t0, kFrames, tid, kSsThreads);
+  };
+  // The output of a finished tile is stored while the tensor cores run the next tile's first
+  // job (the accumulators are free again once they are added to `sum`).
+  auto epilogue = [&](float(&sum)[64], std::int64_t item) {
+    const Tile t = tile_at(item);
+    // Accumulator element 4i + 2h + p: channel row_in_wg + 8h, frame 8i + 2q + p of the
+    // warpgroup's 128.
+    const int co0 = t.nt * kCoTile + wg_co + row_in_wg;
+    const std::int64_t tb = t.t0 + wg_t + 2 * q;
+    const std::int64_t frames = t.pv.frames;
+    bool ok = w_ok;
+#pragma unroll
+    for (int i = 0; i < 64; ++i) {
+      const int co = co0 + ((i >> 1) & 1) * 8;
+      if (co < a.cout_g && tb + (i >> 2) * 8 + (i & 1) < frames) ok &= isfinite(sum[i]);
+    }
+    if (__syncthreads_or(!ok)) {
+      fallback = item;  // after the wgmmas in flight: no register pressure next to them
+    } else {
+      float* yb = a.y + t.b * a.y_bs + t.g * a.cout_g * a.y_cs;
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int co = co0 + 8 * h;
+        if (co >= a.cout_g) continue;
+        float* row = yb + co * a.y_cs + (kPhased ? t.pv.y0 : 0);
+        const float bias = a.bias != nullptr ? __ldg(a.bias + t.g * a.cout_g + co) : 0.0f;
+#pragma unroll
+        for (int i = 0; i < 16; ++i) {
+          const std::int64_t f = tb + 8 * i;  // even
+          const float v0 = sum[4 * i + 2 * h] + bias, v1 = sum[4 * i + 2 * h + 1] + bias;
+          if (!kPhased && a.y_vec2 && f + 1 < frames) {
+            *reinterpret_cast<float2*>(row + f) = make_float2(v0, v1);
+          } else {
+            if (f < frames) row[kPhased ? f * a.phases : f] = v0;
+            if (f + 1 < frames) row[kPhased ? (f + 1) * a.phases : f + 1] = v1;
+          }
+        }
+      }
+    }
+#pragma unroll
+    for (int i = 0; i < 64; ++i) sum[i] = 0.0f;
+  };
+
+  std::int64_t cur = blockIdx.x;  // the tile of job j
+  int cur_shift = tile_at(cur).shift;
+  std::int64_t done = -1;  // a tile whose sum awaits its epilogue
+  float acc[64], sum[64];
+#pragma unroll
+  for (int i = 0; i < 64; ++i) sum[i] = 0.0f;
+  for (int j = 0, c = 0;; ++j) {
+    copy_next();  // job j + 2
+    // Job j: per 8-deep step (one tap, 8 channels) small*big, big*small, big*big. Descriptors
+    // hold address / 16 in their low bits, so steps add offsets / 16 to them.
+    {
+      const std::uint32_t a_addr =
+          smem_addr(a_smem + (j % kSsWeightStages) * a_stage) + wg_co / 8 * 256;
+      const std::uint32_t b_addr =
+          smem_addr(b_smem + (j & 1) * 2 * b_plane) + (cur_shift + wg_t) * 16;
+      const std::uint64_t a_big = smem_desc(a_addr, 128, 256);
+      const std::uint64_t a_small = a_big + kCoTile * a.rt / 4;  // + plane bytes / 16
+      const std::uint64_t b_big = smem_desc(b_addr, a.span * 16, 128);
+      const std::uint64_t b_small = b_big + b_plane / 4;
+      wgmma_fence();
+      int tap = 0, sub = 0;
+      for (int st = 0; st < steps; ++st) {
+        const std::uint64_t ao = st * (kCoTile / 8) * 16;              // st * step bytes / 16
+        const std::uint64_t bo = 2 * sub * a.span + tap * a.dilation;  // rows of 16 bytes
+        wgmma_tf32_ss(acc, a_small + ao, b_big + bo, st);
+        wgmma_tf32_ss(acc, a_big + ao, b_small + bo, 1);
+        wgmma_tf32_ss(acc, a_big + ao, b_big + bo, 1);
+        if (++sub == tap_steps) {
+          sub = 0;
+          ++tap;
+        }
+      }
+      wgmma_commit();
+    }
+    // Meanwhile: the previous tile's output, and job j + 1's copies (all but the newest group
+    // have landed), split.
+    if (done >= 0) {
+      epilogue(sum, done);
+      done = -1;
+    }
+    cp_async_wait<1>();
+    __syncthreads();
+    split_input(j + 1);
+    wgmma_wait<0>();
+    fence_operands(acc);
+#pragma unroll
+    for (int i = 0; i < 64; ++i) sum[i] += acc[i];
+    if (fallback >= 0) {
+      direct_tile(fallback);
+      fallback = -1;
+    }
+    if (++c == a.nchunks) {
+      c = 0;
+      done = cur;
+      cur += gridDim.x;
+      if (cur >= items) break;
+      cur_shift = tile_at(cur).shift;
+    }
+    fence_proxy_async();
+    __syncthreads();
+  }
+  epilogue(sum, done);
+  if (fallback >= 0) direct_tile(fallback);
+  cp_async_wait<0>();
 #endif
 }
 
@@ -459,6 +761,32 @@ std::size_t smem_bytes(int taps, int stride, int dilation) {
 
 constexpr std::size_t kWgMaxSmem = 227 * 1024;
 
+// The SS kernel's chunk: ci_chunk input channels x all taps, about 64 reduction rows (fewer
+// barriers and running-sum passes per wgmma than 8 channels), halved while its stages (three
+// of weights, two of input planes and two copy buffers) exceed the shared memory.
+void set_span(WgArgs& a, int span) {
+  a.span = span;
+  a.span_div = static_cast<std::uint32_t>(((std::uint64_t{1} << 32) + span - 1) / span);
+  a.quads_div = static_cast<std::uint32_t>(((std::uint64_t{1} << 32) + span / 4 - 1) / (span / 4));
+}
+
+struct SsGeometry {
+  int ci_chunk, span;
+  std::size_t smem;
+};
+SsGeometry ss_geometry(int co_tile, int taps, int dilation) {
+  SsGeometry g{};
+  // Input frames a block reads per channel, +3 so that a 16-byte aligned copy can start up to
+  // 3 frames early; a multiple of 4.
+  g.span = (ss_block_frames(co_tile) + (taps - 1) * dilation + 3 + 3) / 4 * 4;
+  for (g.ci_chunk = taps == 1 ? 32 : std::max(8, 64 / taps / 8 * 8);; g.ci_chunk /= 2) {
+    const std::size_t rt = static_cast<std::size_t>(taps) * g.ci_chunk;
+    const std::size_t b_plane = static_cast<std::size_t>(g.ci_chunk) * g.span;
+    g.smem = (kSsWeightStages * 2 * co_tile * rt + 6 * b_plane) * sizeof(float);
+    if (g.smem <= kWgMaxSmem || g.ci_chunk == 8) return g;
+  }
+}
+
 template <bool kT, bool kP>
 bool kernel_loaded() {
   static const bool ok = [] {
@@ -469,6 +797,12 @@ bool kernel_loaded() {
                              cudaFuncAttributeMaxDynamicSharedMemorySize,
                              static_cast<int>(kWgMaxSmem)) != cudaSuccess ||
         cudaFuncSetAttribute(conv1d_wgmma_3xtf32_kernel<kT, kP, 3>,
+                             cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             static_cast<int>(kWgMaxSmem)) != cudaSuccess ||
+        cudaFuncSetAttribute(conv1d_wgmma_ss_kernel<kT, false, 128>,
+                             cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             static_cast<int>(kWgMaxSmem)) != cudaSuccess ||
+        cudaFuncSetAttribute(conv1d_wgmma_ss_kernel<kT, false, 64>,
                              cudaFuncAttributeMaxDynamicSharedMemorySize,
                              static_cast<int>(kWgMaxSmem)) != cudaSuccess) {
       cudaGetLastError();
@@ -527,30 +861,70 @@ cudaMemPool_t workspace_pool() {
   return pools[device];
 }
 
-template <bool kT, bool kP>
-void launch(WgArgs a, cudaStream_t stream, const char* name, const LaunchShape& shape) {
-  a.transposed = kT;
-  a.ci_chunk = ci_chunk_for(a.taps);
-  a.rt = a.taps * a.ci_chunk;
-  a.nchunks = (a.cin_g + a.ci_chunk - 1) / a.ci_chunk;
-  a.span = span_for(a.stride, a.dilation, a.taps);
-  a.pitch = pitch_for(a.span);
-  a.x_vec = reinterpret_cast<std::uintptr_t>(a.x) % 16 == 0 && a.x_cs % 4 == 0 && a.x_bs % 4 == 0;
-  a.t_tiles = ((a.out_frames + a.phases - 1) / a.phases + kWgRows - 1) / kWgRows;
-  a.n_tiles = (a.cout_g + kWgCols - 1) / kWgCols;
-  // Workspace: the planes, then one int (non-finite weights flag), stream-ordered.
+// The weight planes (and the non-finite flag) in a stream-ordered workspace, split from a.w;
+// returns the workspace, which the caller frees after its launch.
+void* split_weights(WgArgs& a, int*& flag, cudaStream_t stream, const LaunchShape& shape) {
   const std::size_t plane_floats = static_cast<std::size_t>(a.groups) * a.phases * a.n_tiles *
-                                   a.nchunks * 2 * kWgCols * static_cast<std::size_t>(a.rt);
+                                   a.nchunks * 2 * a.cols * static_cast<std::size_t>(a.rt);
   void* ws = nullptr;
   check_cuda(
       cudaMallocFromPoolAsync(&ws, plane_floats * sizeof(float) + 16, workspace_pool(), stream),
       "cudaMallocFromPoolAsync (tensor-core weight planes)");
   a.planes = static_cast<float*>(ws);
-  int* flag = reinterpret_cast<int*>(a.planes + plane_floats);
+  flag = reinterpret_cast<int*>(a.planes + plane_floats);
   check_cuda(cudaMemsetAsync(flag, 0, sizeof(int), stream), "cudaMemsetAsync");
   const std::int64_t elems = static_cast<std::int64_t>(plane_floats / 2);
   wgmma_split_weights_kernel<<<grid_dim((elems + 255) / 256, 4096), 256, 0, stream>>>(a, flag);
   check_launch("wgmma_split_weights", shape);
+  return ws;
+}
+
+template <bool kT, bool kP>
+void launch_ss(WgArgs a, int co_tile, cudaStream_t stream, const char* name,
+               const LaunchShape& shape) {
+  const SsGeometry geo = ss_geometry(co_tile, a.taps, a.dilation);
+  a.cols = co_tile;
+  a.ci_chunk = geo.ci_chunk;
+  a.rt = a.taps * a.ci_chunk;
+  a.nchunks = (a.cin_g + a.ci_chunk - 1) / a.ci_chunk;
+  set_span(a, geo.span);
+  const int frames = ss_block_frames(co_tile);
+  a.t_tiles = ((a.out_frames + a.phases - 1) / a.phases + frames - 1) / frames;
+  a.n_tiles = (a.cout_g + co_tile - 1) / co_tile;
+  int* flag = nullptr;
+  void* ws = split_weights(a, flag, stream, shape);
+  // Persistent blocks, one per multiprocessor (the shared memory of one block is most of it).
+  const std::int64_t items = a.bg_count * a.t_tiles * a.n_tiles * a.phases;
+  const unsigned grid = grid_dim(items < num_sms() ? items : num_sms(), kMaxGridX);
+  if (co_tile == 128) {
+    conv1d_wgmma_ss_kernel<kT, kP, 128><<<grid, kSsThreads, geo.smem, stream>>>(a, flag);
+  } else {
+    conv1d_wgmma_ss_kernel<kT, kP, 64><<<grid, kSsThreads, geo.smem, stream>>>(a, flag);
+  }
+  check_launch(name, shape);
+  check_cuda(cudaFreeAsync(ws, stream), "cudaFreeAsync (tensor-core weight planes)");
+}
+
+template <bool kT, bool kP>
+void launch(WgArgs a, cudaStream_t stream, const char* name, const LaunchShape& shape) {
+  a.transposed = kT;
+  const int co_tile = wgmma_ss_tile(a.stride, a.taps, a.dilation, a.cout_g);
+  a.x_vec = reinterpret_cast<std::uintptr_t>(a.x) % 16 == 0 && a.x_cs % 4 == 0 && a.x_bs % 4 == 0;
+  a.y_vec2 = reinterpret_cast<std::uintptr_t>(a.y) % 8 == 0 && a.y_cs % 2 == 0 && a.y_bs % 2 == 0;
+  if (!kP && co_tile != 0) {
+    launch_ss<kT, false>(a, co_tile, stream, name, shape);
+    return;
+  }
+  a.cols = kWgCols;
+  a.ci_chunk = ci_chunk_for(a.taps);
+  a.rt = a.taps * a.ci_chunk;
+  a.nchunks = (a.cin_g + a.ci_chunk - 1) / a.ci_chunk;
+  set_span(a, span_for(a.stride, a.dilation, a.taps));
+  a.pitch = pitch_for(a.span);
+  a.t_tiles = ((a.out_frames + a.phases - 1) / a.phases + kWgRows - 1) / kWgRows;
+  a.n_tiles = (a.cout_g + kWgCols - 1) / kWgCols;
+  int* flag = nullptr;
+  void* ws = split_weights(a, flag, stream, shape);
   const std::size_t bytes = smem_bytes(a.taps, a.stride, a.dilation);
   const dim3 grid(grid_dim(a.t_tiles * a.n_tiles * a.phases, kMaxGridX), 1,
                   grid_dim(a.bg_count, kMaxGridYZ));
@@ -586,6 +960,19 @@ WgArgs common_args(TensorView<const float> x, const float* w, const float* bias,
 }
 
 }  // namespace
+
+// The SS kernel takes the stride-1 convolutions (after the phase and space-to-depth rewrites)
+// whose planes fit; CONVBANK_CUDA_WGMMA_SS=0 keeps the register-fragment kernel (A/B runs).
+int wgmma_ss_tile(std::int64_t stride, std::int64_t taps, std::int64_t dilation,
+                  std::int64_t cout_g) {
+  static const bool off =
+      std::getenv("CONVBANK_CUDA_WGMMA_SS") != nullptr && env_int("CONVBANK_CUDA_WGMMA_SS") == 0;
+  static const int forced = env_int("CONVBANK_CUDA_WGMMA_SS_TILE");
+  if (off || stride != 1 || taps < 1 || taps > kWgMaxTaps || dilation > 1024) return 0;
+  const int tile = forced == 64 || forced == 128 ? forced : cout_g > 64 ? 128 : 64;
+  const SsGeometry g = ss_geometry(tile, static_cast<int>(taps), static_cast<int>(dilation));
+  return g.smem <= kWgMaxSmem && g.span < (1 << 14) ? tile : 0;
+}
 
 bool wgmma_available() {
   return device_is_sm90() && kernel_loaded<false, false>();
