@@ -490,243 +490,243 @@ __global__ void __launch_bounds__(kWgThreads, kMinBlocks)
 #endif
 }
 
-// ---- both operands in shared memory (SS): the stride-1 convolutions -------------------------
+// ---- both operands in shared memory (SS), warp-specialized: the stride-1 convolutions ------
 //
 // The GEMM turned around: rows (M) = output channels, columns (N) = output frames. The
 // activations are split into big/small planes once per block and chunk, in shared memory laid
 // out [4-channel group][frame][4 channels] (K-major, a 16-byte row per frame): a core matrix is
 // then 8 consecutive frames, so the tap shift is a descriptor offset of 16 bytes per frame and
 // every tap reads the same planes. The weights are the A operand, split once per call by the
-// weight split kernel (kSsCoTile-column planes). No fragment lives in registers: the two
-// warpgroups issue a whole chunk of wgmmas (3 per 8-deep step), and while the tensor cores run
-// them the same threads copy and split the next chunk into the other stage.
-// Block: kCoTile output channels x kSsBlockFrames(kCoTile) frames, each warpgroup m64 x n128.
+// weight split kernel (kCoTile-column planes). No fragment lives in registers.
+// Three warpgroups: a producer copies the weights and the input of each job (tile, chunk of
+// input channels) into one of kSsStages stages and splits the input; two consumers issue the
+// wgmmas (3 per 8-deep step), each m64 x n128 of the block's kCoTile channels x
+// ss_block_frames() frames, and store their part of the tile. Named barriers hand the stages
+// over (full: producer -> consumers, empty: consumers -> producer), so the consumers never wait
+// for a copy and one consumer's wgmmas run while the other sums or stores.
 
-constexpr int kSsThreads = 256;  // two warpgroups
-constexpr int kSsWeightStages = 3;
+constexpr int kSsThreads = 384;  // producer warpgroup, two consumer warpgroups
+constexpr int kSsStages = 3;
 constexpr int kSsWgFrames = 128;
 __host__ __device__ constexpr int ss_block_frames(int co_tile) {
   return co_tile == 128 ? kSsWgFrames : 2 * kSsWgFrames;
 }
 
-template <bool kTransposed, bool kPhased, int kCoTile>
+// Named barriers (0 is __syncthreads): full[s], empty[s], the producer's own, and one per
+// consumer for its non-finite vote.
+constexpr int kBarFull = 1, kBarEmpty = kBarFull + kSsStages, kBarProducer = kBarEmpty + kSsStages,
+              kBarConsumer = kBarProducer + 1;
+__device__ __forceinline__ void bar_sync(int id, int threads) {
+  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+__device__ __forceinline__ void bar_arrive(int id, int threads) {
+  asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+// True in every thread of the 128 on barrier `id` when it is true in any.
+__device__ __forceinline__ bool bar_any128(int id, bool v) {
+  int r;
+  asm volatile(
+      "{\n.reg .pred p, q;\nsetp.ne.u32 p, %1, 0;\nbar.red.or.pred q, %2, 128, p;\n"
+      "selp.u32 %0, 1, 0, q;\n}\n"
+      : "=r"(r)
+      : "r"(static_cast<int>(v)), "r"(id)
+      : "memory");
+  return r != 0;
+}
+
+template <bool kTransposed, int kCoTile>
 __global__ void __launch_bounds__(kSsThreads, 1)
     conv1d_wgmma_ss_kernel(WgArgs a, const int* weights_nonfinite) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   constexpr int kFrames = ss_block_frames(kCoTile);
   extern __shared__ __align__(128) float smem[];
-  const int a_stage = 2 * kCoTile * a.rt;                  // floats: [big, small][kCoTile x rt]
-  const int b_plane = a.ci_chunk * a.span;                 // floats: [ci_chunk / 4][span][4]
-  float* const a_smem = smem;                              // [kSsWeightStages][a_stage]
-  float* const b_smem = smem + kSsWeightStages * a_stage;  // [2][big, small][b_plane]
-  float* const raw = b_smem + 4 * b_plane;                 // [2][ci_chunk][span], the copied input
-  const int tid = threadIdx.x, wg = tid >> 7, lane = tid & 31, q = lane & 3;
-  const int row_in_wg = ((tid >> 5) & 3) * 16 + (lane >> 2);  // accumulator row (channel)
-  const int wg_co = kCoTile == 128 ? wg * 64 : 0;
-  const int wg_t = kCoTile == 128 ? 0 : wg * kSsWgFrames;
-  const int steps = a.rt >> 3, tap_steps = a.ci_chunk >> 3;
-  const bool w_ok = *weights_nonfinite == 0;
-  const std::int64_t tiles = a.t_tiles * a.n_tiles * (kPhased ? a.phases : 1);
+  const int a_stage = 2 * kCoTile * a.rt;       // floats: [big, small][kCoTile x rt]
+  const int b_plane = a.ci_chunk * a.span;      // floats: [ci_chunk / 4][span][4]
+  const int stage = a_stage + 2 * b_plane;      // weights, then the input's big and small planes
+  float* const raw = smem + kSsStages * stage;  // [2][ci_chunk][span], the copied input
+  const int wg = threadIdx.x >> 7, tid = threadIdx.x & 127;
+  const std::int64_t tiles = a.t_tiles * a.n_tiles;
   const std::int64_t items = a.bg_count * tiles;
   if (blockIdx.x >= items) return;
+  // This block's jobs: its tiles (blockIdx.x, + gridDim.x, ...) x the chunks of each.
+  const std::int64_t my_tiles = (items - blockIdx.x + gridDim.x - 1) / gridDim.x;
+  const std::int64_t jobs = my_tiles * a.nchunks;
 
   struct Tile {
     std::int64_t b, g, t0, start, slab0;
-    int ph, nt, shift;
-    PhaseView pv;
+    int nt, shift;
   };
-  // The phases, then the channel tiles of one frame tile are neighbours in the work order: they
-  // share the input through L2, and the phases fill each other's output lines there.
+  // The channel tiles of one frame tile are neighbours in the work order: they share the input
+  // through L2.
   auto tile_at = [&](std::int64_t item) {
     Tile t;
     const std::int64_t bg = item / tiles;
-    std::int64_t rest = item - bg * tiles;
+    const std::int64_t rest = item - bg * tiles;
     t.b = bg / a.groups;
     t.g = bg - t.b * a.groups;
-    t.ph = kPhased ? static_cast<int>(rest % a.phases) : 0;
-    if (kPhased) rest /= a.phases;
     t.nt = static_cast<int>(rest % a.n_tiles);
     t.t0 = rest / a.n_tiles * kFrames;
-    t.pv = kPhased ? phase_view(a, t.ph) : PhaseView{a.in_offset, 0, a.out_frames};
-    t.start = t.pv.in_offset + t.t0;
+    t.start = a.in_offset + t.t0;
     t.slab0 = a.x_vec ? (t.start & ~std::int64_t{3}) : t.start;
     t.shift = static_cast<int>(t.start - t.slab0);
     return t;
   };
 
-  // Jobs are (tile, chunk) pairs in order; job j's weights go to stage j % kSsWeightStages,
-  // its input to raw[j % 2] and, split, to b_smem[j % 2]. Copies run two jobs ahead (one
-  // cp.async group per job, empty past the end), the split one job ahead.
-  // What the copies of a tile need: its weight planes, its input rows, its first frame.
-  struct Source {
-    std::int64_t item;
-    const float* w;
-    const float* x;
-    std::int64_t slab0;
-  };
-  auto source_at = [&](std::int64_t item) {
-    const Tile t = tile_at(item);
-    return Source{item,
-                  a.planes + ((kPhased ? t.g * a.phases + t.ph : t.g) * a.n_tiles + t.nt) *
-                                 a.nchunks * std::int64_t{a_stage},
-                  a.x + t.b * a.x_bs + t.g * a.cin_g * a.x_cs, t.slab0};
-  };
-  Source ld = source_at(blockIdx.x);  // the tile of the next job to copy
-  int ld_c = 0, ld_j = 0;
-  auto copy_next = [&] {
-    if (ld.item < items) {
-      const float* src = ld.w + ld_c * std::int64_t{a_stage};
-      float* dst = a_smem + (ld_j % kSsWeightStages) * a_stage;
-      for (int i = tid; i < a_stage / 4; i += kSsThreads)
-        cp_async16(smem_addr(dst + 4 * i), src + 4 * i, true);
-      const int ci0 = ld_c * a.ci_chunk;
-      copy_slab(a, raw + (ld_j & 1) * b_plane, a.span, ld.x + ci0 * a.x_cs,
-                min(a.ci_chunk, a.cin_g - ci0), ld.slab0, tid, kSsThreads);
-      if (++ld_c == a.nchunks) {
-        ld_c = 0;
-        ld = source_at(ld.item + gridDim.x);
+  if (wg == 0) {
+    // The register file goes to the consumers (acc and sum are 128 per thread): 56 + 2 x 224
+    // per thread triple of warps, within 512.
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 56;\n" ::: "memory");
+    // Producer. Job j: weights -> stage j % kSsStages (one cp.async group), input -> raw[j % 2]
+    // (one group, a job ahead), then split into the stage's planes.
+    std::int64_t item = blockIdx.x;
+    Tile t = tile_at(item);
+    int c = 0;
+    const float* wsrc = nullptr;
+    auto copy_input = [&](const Tile& tt, int cc, int slot) {
+      const int ci0 = cc * a.ci_chunk;
+      copy_slab(a, raw + slot * b_plane, a.span,
+                a.x + tt.b * a.x_bs + (tt.g * a.cin_g + ci0) * a.x_cs,
+                min(a.ci_chunk, a.cin_g - ci0), tt.slab0, tid, 128);
+    };
+    copy_input(t, 0, 0);
+    cp_async_commit();
+    for (std::int64_t j = 0; j < jobs; ++j) {
+      const int s = static_cast<int>(j % kSsStages);
+      if (j >= kSsStages) bar_sync(kBarEmpty + s, kSsThreads);  // consumers are done with s
+      bar_sync(kBarProducer, 128);  // everyone's split of job j - 1 is done (raw slot reuse)
+      float* st = smem + s * stage;
+      if (c == 0) wsrc = a.planes + (t.g * a.n_tiles + t.nt) * a.nchunks * std::int64_t{a_stage};
+      const float* src = wsrc + c * std::int64_t{a_stage};
+      for (int i = tid; i < a_stage / 4; i += 128)
+        cp_async16(smem_addr(st + 4 * i), src + 4 * i, true);
+      cp_async_commit();
+      // The next job's input.
+      int nc = c + 1;
+      std::int64_t nitem = item;
+      Tile nt = t;
+      if (nc == a.nchunks) {
+        nc = 0;
+        nitem += gridDim.x;
+        if (nitem < items) nt = tile_at(nitem);
+      }
+      if (nitem < items) copy_input(nt, nc, static_cast<int>((j + 1) & 1));
+      cp_async_commit();
+      cp_async_wait<1>();  // this job's weights and input have landed (this thread's copies)
+      bar_sync(kBarProducer, 128);
+      const float* r = raw + (j & 1) * b_plane;
+      uint4* big = reinterpret_cast<uint4*>(st + a_stage);
+      uint4* small = big + b_plane / 4;
+      for (int i = tid; i < b_plane / 4; i += 128) {
+        const int grp = static_cast<int>(__umulhi(i, a.span_div)), f = i - grp * a.span;
+        std::uint32_t hi[4], lo[4];
+#pragma unroll
+        for (int u = 0; u < 4; ++u) split_tf32(r[(4 * grp + u) * a.span + f], hi[u], lo[u]);
+        big[i] = make_uint4(hi[0], hi[1], hi[2], hi[3]);
+        small[i] = make_uint4(lo[0], lo[1], lo[2], lo[3]);
+      }
+      fence_proxy_async();
+      bar_arrive(kBarFull + s, kSsThreads);
+      c = nc;
+      item = nitem;
+      t = nt;
+    }
+    cp_async_wait<0>();
+    // The consumers' releases of the last stages, so that no barrier is left with arrivals
+    // pending.
+    for (std::int64_t k = jobs > kSsStages ? jobs - kSsStages : 0; k < jobs; ++k)
+      bar_sync(kBarEmpty + static_cast<int>(k % kSsStages), kSsThreads);
+    return;
+  }
+
+  // Consumers.
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 224;\n" ::: "memory");
+  const int cw = wg - 1, lane = tid & 31, q = lane & 3;
+  const int row_in_wg = (tid >> 5) * 16 + (lane >> 2);  // accumulator row (channel)
+  const int wg_co = kCoTile == 128 ? cw * 64 : 0;
+  const int wg_t = kCoTile == 128 ? 0 : cw * kSsWgFrames;
+  const int steps = a.rt >> 3, tap_steps = a.ci_chunk >> 3;
+  const bool w_ok = *weights_nonfinite == 0;
+  float acc[64], sum[64];
+#pragma unroll
+  for (int i = 0; i < 64; ++i) sum[i] = 0.0f;
+  std::int64_t item = blockIdx.x;
+  Tile t = tile_at(item);
+  int c = 0;
+  for (std::int64_t j = 0; j < jobs; ++j) {
+    const int s = static_cast<int>(j % kSsStages);
+    bar_sync(kBarFull + s, kSsThreads);
+    // Per 8-deep step (one tap, 8 channels): small*big, big*small, big*big. Descriptors hold
+    // address / 16 in their low bits, so steps add offsets / 16 to them.
+    const float* st = smem + s * stage;
+    const std::uint64_t a_big = smem_desc(smem_addr(st) + wg_co / 8 * 256, 128, 256);
+    const std::uint64_t a_small = a_big + kCoTile * a.rt / 4;  // + plane bytes / 16
+    const std::uint64_t b_big =
+        smem_desc(smem_addr(st + a_stage) + (t.shift + wg_t) * 16, a.span * 16, 128);
+    const std::uint64_t b_small = b_big + b_plane / 4;
+    wgmma_fence();
+    int tap = 0, sub = 0;
+    for (int k = 0; k < steps; ++k) {
+      const std::uint64_t ao = k * (kCoTile / 8) * 16;               // k * step bytes / 16
+      const std::uint64_t bo = 2 * sub * a.span + tap * a.dilation;  // rows of 16 bytes
+      wgmma_tf32_ss(acc, a_small + ao, b_big + bo, k);
+      wgmma_tf32_ss(acc, a_big + ao, b_small + bo, 1);
+      wgmma_tf32_ss(acc, a_big + ao, b_big + bo, 1);
+      if (++sub == tap_steps) {
+        sub = 0;
+        ++tap;
       }
     }
-    cp_async_commit();
-    ++ld_j;
-  };
-  // Input of job j (copied) -> big and small planes, 4 channels x 1 frame (16 bytes) a thread.
-  auto split_input = [&](int j) {
-    const float* r = raw + (j & 1) * b_plane;
-    uint4* big = reinterpret_cast<uint4*>(b_smem + (j & 1) * 2 * b_plane);
-    uint4* small = big + b_plane / 4;
-    for (int i = tid; i < b_plane / 4; i += kSsThreads) {
-      const int grp = static_cast<int>(__umulhi(i, a.span_div)), f = i - grp * a.span;
-      std::uint32_t hi[4], lo[4];
+    wgmma_commit();
+    wgmma_wait<0>();
+    fence_operands(acc);
+    bar_arrive(kBarEmpty + s, kSsThreads);
 #pragma unroll
-      for (int u = 0; u < 4; ++u) split_tf32(r[(4 * grp + u) * a.span + f], hi[u], lo[u]);
-      big[i] = make_uint4(hi[0], hi[1], hi[2], hi[3]);
-      small[i] = make_uint4(lo[0], lo[1], lo[2], lo[3]);
-    }
-  };
+    for (int i = 0; i < 64; ++i) sum[i] += acc[i];
+    if (++c < a.nchunks) continue;
 
-  copy_next();
-  copy_next();
-  cp_async_wait<1>();
-  __syncthreads();
-  split_input(0);
-  fence_proxy_async();
-  __syncthreads();
-
-  // A NaN/Inf in a tile's outputs or in the weights: the direct formula, whose classes (NaN,
-  // +-Inf) are PyTorch's.
-  std::int64_t fallback = -1;
-  auto direct_tile = [&](std::int64_t item) {
-    const Tile t = tile_at(item);
-    direct_outputs<kTransposed, kPhased>(a, t.b, t.g, t.ph, t.pv, t.start, t.nt * kCoTile, kCoTile,
-                                         t.t0, kFrames, tid, kSsThreads);
-  };
-  // The output of a finished tile is stored while the tensor cores run the next tile's first
-  // job (the accumulators are free again once they are added to `sum`).
-  auto epilogue = [&](float(&sum)[64], std::int64_t item) {
-    const Tile t = tile_at(item);
-    // Accumulator element 4i + 2h + p: channel row_in_wg + 8h, frame 8i + 2q + p of the
-    // warpgroup's 128.
+    // This warpgroup's part of the tile. Accumulator element 4i + 2h + p: channel row_in_wg +
+    // 8h, frame 8i + 2q + p of its 128.
+    c = 0;
     const int co0 = t.nt * kCoTile + wg_co + row_in_wg;
     const std::int64_t tb = t.t0 + wg_t + 2 * q;
-    const std::int64_t frames = t.pv.frames;
     bool ok = w_ok;
 #pragma unroll
     for (int i = 0; i < 64; ++i) {
       const int co = co0 + ((i >> 1) & 1) * 8;
-      if (co < a.cout_g && tb + (i >> 2) * 8 + (i & 1) < frames) ok &= isfinite(sum[i]);
+      if (co < a.cout_g && tb + (i >> 2) * 8 + (i & 1) < a.out_frames) ok &= isfinite(sum[i]);
     }
-    if (__syncthreads_or(!ok)) {
-      fallback = item;  // after the wgmmas in flight: no register pressure next to them
+    if (bar_any128(kBarConsumer + cw, !ok)) {
+      // A NaN/Inf in these outputs or in the weights: the direct formula, whose classes (NaN,
+      // +-Inf) are PyTorch's.
+      direct_outputs<kTransposed, false>(a, t.b, t.g, 0, PhaseView{a.in_offset, 0, a.out_frames},
+                                         t.start + wg_t, t.nt * kCoTile + wg_co, 64, t.t0 + wg_t,
+                                         kSsWgFrames, tid, 128);
     } else {
       float* yb = a.y + t.b * a.y_bs + t.g * a.cout_g * a.y_cs;
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         const int co = co0 + 8 * h;
         if (co >= a.cout_g) continue;
-        float* row = yb + co * a.y_cs + (kPhased ? t.pv.y0 : 0);
+        float* row = yb + co * a.y_cs;
         const float bias = a.bias != nullptr ? __ldg(a.bias + t.g * a.cout_g + co) : 0.0f;
 #pragma unroll
         for (int i = 0; i < 16; ++i) {
           const std::int64_t f = tb + 8 * i;  // even
           const float v0 = sum[4 * i + 2 * h] + bias, v1 = sum[4 * i + 2 * h + 1] + bias;
-          if (!kPhased && a.y_vec2 && f + 1 < frames) {
+          if (a.y_vec2 && f + 1 < a.out_frames) {
             *reinterpret_cast<float2*>(row + f) = make_float2(v0, v1);
           } else {
-            if (f < frames) row[kPhased ? f * a.phases : f] = v0;
-            if (f + 1 < frames) row[kPhased ? (f + 1) * a.phases : f + 1] = v1;
+            if (f < a.out_frames) row[f] = v0;
+            if (f + 1 < a.out_frames) row[f + 1] = v1;
           }
         }
       }
     }
 #pragma unroll
     for (int i = 0; i < 64; ++i) sum[i] = 0.0f;
-  };
-
-  std::int64_t cur = blockIdx.x;  // the tile of job j
-  int cur_shift = tile_at(cur).shift;
-  std::int64_t done = -1;  // a tile whose sum awaits its epilogue
-  float acc[64], sum[64];
-#pragma unroll
-  for (int i = 0; i < 64; ++i) sum[i] = 0.0f;
-  for (int j = 0, c = 0;; ++j) {
-    copy_next();  // job j + 2
-    // Job j: per 8-deep step (one tap, 8 channels) small*big, big*small, big*big. Descriptors
-    // hold address / 16 in their low bits, so steps add offsets / 16 to them.
-    {
-      const std::uint32_t a_addr =
-          smem_addr(a_smem + (j % kSsWeightStages) * a_stage) + wg_co / 8 * 256;
-      const std::uint32_t b_addr =
-          smem_addr(b_smem + (j & 1) * 2 * b_plane) + (cur_shift + wg_t) * 16;
-      const std::uint64_t a_big = smem_desc(a_addr, 128, 256);
-      const std::uint64_t a_small = a_big + kCoTile * a.rt / 4;  // + plane bytes / 16
-      const std::uint64_t b_big = smem_desc(b_addr, a.span * 16, 128);
-      const std::uint64_t b_small = b_big + b_plane / 4;
-      wgmma_fence();
-      int tap = 0, sub = 0;
-      for (int st = 0; st < steps; ++st) {
-        const std::uint64_t ao = st * (kCoTile / 8) * 16;              // st * step bytes / 16
-        const std::uint64_t bo = 2 * sub * a.span + tap * a.dilation;  // rows of 16 bytes
-        wgmma_tf32_ss(acc, a_small + ao, b_big + bo, st);
-        wgmma_tf32_ss(acc, a_big + ao, b_small + bo, 1);
-        wgmma_tf32_ss(acc, a_big + ao, b_big + bo, 1);
-        if (++sub == tap_steps) {
-          sub = 0;
-          ++tap;
-        }
-      }
-      wgmma_commit();
-    }
-    // Meanwhile: the previous tile's output, and job j + 1's copies (all but the newest group
-    // have landed), split.
-    if (done >= 0) {
-      epilogue(sum, done);
-      done = -1;
-    }
-    cp_async_wait<1>();
-    __syncthreads();
-    split_input(j + 1);
-    wgmma_wait<0>();
-    fence_operands(acc);
-#pragma unroll
-    for (int i = 0; i < 64; ++i) sum[i] += acc[i];
-    if (fallback >= 0) {
-      direct_tile(fallback);
-      fallback = -1;
-    }
-    if (++c == a.nchunks) {
-      c = 0;
-      done = cur;
-      cur += gridDim.x;
-      if (cur >= items) break;
-      cur_shift = tile_at(cur).shift;
-    }
-    fence_proxy_async();
-    __syncthreads();
+    item += gridDim.x;
+    if (item < items) t = tile_at(item);
   }
-  epilogue(sum, done);
-  if (fallback >= 0) direct_tile(fallback);
-  cp_async_wait<0>();
 #endif
 }
 
@@ -762,8 +762,8 @@ std::size_t smem_bytes(int taps, int stride, int dilation) {
 constexpr std::size_t kWgMaxSmem = 227 * 1024;
 
 // The SS kernel's chunk: ci_chunk input channels x all taps, about 64 reduction rows (fewer
-// barriers and running-sum passes per wgmma than 8 channels), halved while its stages (three
-// of weights, two of input planes and two copy buffers) exceed the shared memory.
+// barriers and running-sum passes per wgmma than 8 channels), halved while its stages (weights
+// and input planes) and the two copy buffers exceed the shared memory.
 void set_span(WgArgs& a, int span) {
   a.span = span;
   a.span_div = static_cast<std::uint32_t>(((std::uint64_t{1} << 32) + span - 1) / span);
@@ -782,7 +782,7 @@ SsGeometry ss_geometry(int co_tile, int taps, int dilation) {
   for (g.ci_chunk = taps == 1 ? 32 : std::max(8, 64 / taps / 8 * 8);; g.ci_chunk /= 2) {
     const std::size_t rt = static_cast<std::size_t>(taps) * g.ci_chunk;
     const std::size_t b_plane = static_cast<std::size_t>(g.ci_chunk) * g.span;
-    g.smem = (kSsWeightStages * 2 * co_tile * rt + 6 * b_plane) * sizeof(float);
+    g.smem = (kSsStages * (2 * co_tile * rt + 2 * b_plane) + 2 * b_plane) * sizeof(float);
     if (g.smem <= kWgMaxSmem || g.ci_chunk == 8) return g;
   }
 }
@@ -799,10 +799,10 @@ bool kernel_loaded() {
         cudaFuncSetAttribute(conv1d_wgmma_3xtf32_kernel<kT, kP, 3>,
                              cudaFuncAttributeMaxDynamicSharedMemorySize,
                              static_cast<int>(kWgMaxSmem)) != cudaSuccess ||
-        cudaFuncSetAttribute(conv1d_wgmma_ss_kernel<kT, false, 128>,
+        cudaFuncSetAttribute(conv1d_wgmma_ss_kernel<kT, 128>,
                              cudaFuncAttributeMaxDynamicSharedMemorySize,
                              static_cast<int>(kWgMaxSmem)) != cudaSuccess ||
-        cudaFuncSetAttribute(conv1d_wgmma_ss_kernel<kT, false, 64>,
+        cudaFuncSetAttribute(conv1d_wgmma_ss_kernel<kT, 64>,
                              cudaFuncAttributeMaxDynamicSharedMemorySize,
                              static_cast<int>(kWgMaxSmem)) != cudaSuccess) {
       cudaGetLastError();
@@ -879,7 +879,7 @@ void* split_weights(WgArgs& a, int*& flag, cudaStream_t stream, const LaunchShap
   return ws;
 }
 
-template <bool kT, bool kP>
+template <bool kT>
 void launch_ss(WgArgs a, int co_tile, cudaStream_t stream, const char* name,
                const LaunchShape& shape) {
   const SsGeometry geo = ss_geometry(co_tile, a.taps, a.dilation);
@@ -897,9 +897,9 @@ void launch_ss(WgArgs a, int co_tile, cudaStream_t stream, const char* name,
   const std::int64_t items = a.bg_count * a.t_tiles * a.n_tiles * a.phases;
   const unsigned grid = grid_dim(items < num_sms() ? items : num_sms(), kMaxGridX);
   if (co_tile == 128) {
-    conv1d_wgmma_ss_kernel<kT, kP, 128><<<grid, kSsThreads, geo.smem, stream>>>(a, flag);
+    conv1d_wgmma_ss_kernel<kT, 128><<<grid, kSsThreads, geo.smem, stream>>>(a, flag);
   } else {
-    conv1d_wgmma_ss_kernel<kT, kP, 64><<<grid, kSsThreads, geo.smem, stream>>>(a, flag);
+    conv1d_wgmma_ss_kernel<kT, 64><<<grid, kSsThreads, geo.smem, stream>>>(a, flag);
   }
   check_launch(name, shape);
   check_cuda(cudaFreeAsync(ws, stream), "cudaFreeAsync (tensor-core weight planes)");
@@ -912,7 +912,7 @@ void launch(WgArgs a, cudaStream_t stream, const char* name, const LaunchShape& 
   a.x_vec = reinterpret_cast<std::uintptr_t>(a.x) % 16 == 0 && a.x_cs % 4 == 0 && a.x_bs % 4 == 0;
   a.y_vec2 = reinterpret_cast<std::uintptr_t>(a.y) % 8 == 0 && a.y_cs % 2 == 0 && a.y_bs % 2 == 0;
   if (!kP && co_tile != 0) {
-    launch_ss<kT, false>(a, co_tile, stream, name, shape);
+    launch_ss<kT>(a, co_tile, stream, name, shape);
     return;
   }
   a.cols = kWgCols;
