@@ -8,12 +8,19 @@
 //                                  -> conv1d_direct_flat (one thread per output)
 //   compute capability 9.0, zeros padding, K <= 8, in/groups >= 8, out/groups >= 32 filling
 //   64-column tiles to 3/4, at least 2^24 multiply-adds
-//                                  -> conv1d_wgmma_3xtf32_128x64 (tensor cores, 3xTF32;
-//                                     CONVBANK_CUDA_WGMMA=1 wherever it applies, =0 never)
+//                                  -> stride 1: conv1d_wgmma_ss_3xtf32_128x128 (out/groups > 64)
+//                                     or _64x256 (both operands in shared memory; where its
+//                                     stages fit, else the next kernel)
+//                                     stride > 1: conv1d_wgmma_3xtf32_128x64 (activations in
+//                                     registers)
+//                                     (tensor cores, 3xTF32; CONVBANK_CUDA_WGMMA=1 wherever it
+//                                     applies, =0 never; CONVBANK_CUDA_WGMMA_SS=0 keeps the
+//                                     register-fragment kernel at stride 1)
 //   the same rule, where the layer does not qualify itself, for the stride-1 convolution of K /
 //   stride taps over stride * in channels it is (one group, dilation 1, zeros padding, K a
 //   multiple of the stride), when in channels x K >= 128 (STFT-like analysis)
-//                                  -> conv1d_s2d_wgmma_3xtf32_128x64 (CONVBANK_CUDA_S2D=0: off)
+//                                  -> conv1d_s2d_wgmma_ss_3xtf32_{128x128,64x256}
+//                                     (CONVBANK_CUDA_S2D=0: off)
 //   K = 3, stride 1, dilation 1, in/groups >= 16, out/groups >= 32
 //                                  -> conv1d_winograd_f43_ffma
 //   in/groups = 1, out/groups >= 16 (one-channel encoders), input window fits shared memory
@@ -29,7 +36,7 @@
 //                                     the GPU twice)
 // ConvTranspose1d:
 //   the Conv1d wgmma rule with stride 1
-//                                  -> conv_transpose1d_wgmma_3xtf32_128x64
+//                                  -> conv_transpose1d_wgmma_ss_3xtf32_{128x128,64x256}
 //   the same rule at stride s > 1 with dilation 1 and K a multiple of s, any out/groups >= 32
 //   (s phase convolutions of K / s taps in one launch)
 //                                  -> conv_transpose1d_phase_wgmma_3xtf32_128x64

@@ -3,6 +3,10 @@
 // tf32(x - big); small*big + big*small + big*big in the tensor cores (the dropped small*small
 // is 2^-22 of a product).
 //
+// Two kernels. The register-fragment kernel, described here, runs strided Conv1d and the phase
+// convolutions of strided ConvTranspose1d; the stride-1 convolutions run on the
+// shared-memory-operand kernel further below (the section "both operands in shared memory").
+//
 // GEMM per (batch, group): rows = output frames (M), columns = output channels (N), reduction
 // = (tap, input channel). One warpgroup per block computes 128 frames x 64 channels as two
 // m64n64k8 wgmma tiles.
