@@ -15,7 +15,7 @@
 #   TEST_CASES='cuda:sanitize*' STAGES="build test bench" BENCH_ARGS="--workload dec_tasnet" \
 #     scripts/gpu-check.sh   # quick iteration: only these doctest cases, no CPU tests
 set -u -o pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 OUT=${OUT:-$PWD/gpu-check-out}
 mkdir -p "$OUT"
 BUILD=${BUILD:-build-gpu}
@@ -92,10 +92,18 @@ if has bench && [ -x "$BUILD/apps/bench_cuda/convbank-bench-cuda" ]; then
         --no-cudnn --workload all --workload offlist --json "$OUT/bench-wgmma$policy.json" \
         2>/dev/null | grep -E '^\| (seed|enc|dec|tcn|up|x_)' >>"$OUT/bench.md"
     done
+    # The stride-1 convolutions on the register-fragment kernel instead of the
+    # shared-memory-operand one (table only: at most 8 files come back from the device).
+    echo "## CONVBANK_CUDA_WGMMA_SS=0" >>"$OUT/bench.md"
+    CONVBANK_CUDA_WGMMA_SS=0 timeout "$(budget 90)" "$BUILD/apps/bench_cuda/convbank-bench-cuda" \
+      --no-cudnn --workload all --workload offlist 2>/dev/null |
+      grep -E '^\| (seed|enc|dec|tcn|up|x_)' >>"$OUT/bench.md"
     if command -v ncu >/dev/null; then
       echo "## ncu seedA, tensor-core kernel" >>"$OUT/bench.md"
       CONVBANK_CUDA_WGMMA=1 timeout "$(budget 60)" ncu --clock-control none --section SpeedOfLight \
-        --section Occupancy --section SchedulerStats --section LaunchStats -k regex:3xtf32 -c 1 \
+        --section WarpStateStats \
+        --section Occupancy --section SchedulerStats --section LaunchStats \
+        -k 'regex:wgmma_(ss|3xtf32)_kernel' -c 1 \
         "$BUILD/apps/bench_cuda/convbank-bench-cuda" --no-cudnn --workload seedA --runs 20 2>&1 |
         grep -vE '^\|' | tail -200 >>"$OUT/bench.md"
     fi
