@@ -77,7 +77,7 @@ struct WgArgs {
   bool transposed;
   float* planes;  // split weights: [group][phase][column tile][chunk][big, small][plane]
   int cols;       // columns (output channels) per tile and plane
-  int ci_chunk;   // input channels per chunk (8 or 16)
+  int ci_chunk;   // input channels per chunk (8 or 16; 8 to 32 in the SS kernel)
   int rt;         // reduction rows per chunk: taps * ci_chunk
   int nchunks;
   int span, pitch;  // input frames a block reads per channel (+3 for alignment); pitch
@@ -506,8 +506,9 @@ __global__ void __launch_bounds__(kWgThreads, kMinBlocks)
 // input channels) into one of kSsStages stages and splits the input; two consumers issue the
 // wgmmas (3 per 8-deep step), each m64 x n128 of the block's kCoTile channels x
 // ss_block_frames() frames, and store their part of the tile. Named barriers hand the stages
-// over (full: producer -> consumers, empty: consumers -> producer), so the consumers never wait
-// for a copy and one consumer's wgmmas run while the other sums or stores.
+// over (full: producer -> consumers, empty: consumers -> producer): the consumers wait for
+// copies only when the producer falls more than two jobs behind. Both consumers wait on the
+// same full barrier, so they start each job together.
 
 constexpr int kSsThreads = 384;  // producer warpgroup, two consumer warpgroups
 constexpr int kSsStages = 3;
