@@ -217,12 +217,10 @@ __device__ __forceinline__ void pin_operands(std::uint32_t (&hi)[2][4], std::uin
   }
 }
 
-// K-major, no swizzle: core matrices of 8 rows x 16 bytes, 128 B apart along the reduction
-// (leading byte offset) and 256 B apart along the columns (stride byte offset).
+// The weight planes: K-major core matrices 128 B apart along the reduction and 256 B apart
+// along the columns.
 __device__ __forceinline__ std::uint64_t b_desc(std::uint32_t addr) {
-  return static_cast<std::uint64_t>((addr & 0x3FFFF) >> 4) |
-         (static_cast<std::uint64_t>(128 >> 4) << 16) |
-         (static_cast<std::uint64_t>(256 >> 4) << 32);
+  return smem_desc(addr, 128, 256);
 }
 
 #endif  // __CUDA_ARCH_FEAT_SM90_ALL
@@ -578,8 +576,9 @@ __global__ void __launch_bounds__(kSsThreads, 1)
   };
 
   if (wg == 0) {
-    // The register file goes to the consumers (acc and sum are 128 per thread): 56 + 2 x 224
-    // per thread triple of warps, within 512.
+    // The registers go to the consumers (acc and sum are 128 per thread): 56 + 2 x 224 = 3 x
+    // 168, exactly what the launch allocated (__launch_bounds__(384, 1), ptxas reports 168).
+    // Asking for more than the allocation makes setmaxnreg.inc wait forever.
     asm volatile("setmaxnreg.dec.sync.aligned.u32 56;\n" ::: "memory");
     // Producer. Job j: weights -> stage j % kSsStages (one cp.async group), input -> raw[j % 2]
     // (one group, a job ahead), then split into the stage's planes.
@@ -766,15 +765,16 @@ std::size_t smem_bytes(int taps, int stride, int dilation) {
 
 constexpr std::size_t kWgMaxSmem = 227 * 1024;
 
-// The SS kernel's chunk: ci_chunk input channels x all taps, about 64 reduction rows (fewer
-// barriers and running-sum passes per wgmma than 8 channels), halved while its stages (weights
-// and input planes) and the two copy buffers exceed the shared memory.
+// a.span and the reciprocal the kernels divide by.
 void set_span(WgArgs& a, int span) {
   a.span = span;
   a.span_div = static_cast<std::uint32_t>(((std::uint64_t{1} << 32) + span - 1) / span);
   a.quads_div = static_cast<std::uint32_t>(((std::uint64_t{1} << 32) + span / 4 - 1) / (span / 4));
 }
 
+// The SS kernel's chunk: ci_chunk input channels x all taps, about 64 reduction rows (fewer
+// barriers and running-sum passes per wgmma than 8 channels), halved while its stages (weights
+// and input planes) and the two copy buffers exceed the shared memory.
 struct SsGeometry {
   int ci_chunk, span;
   std::size_t smem;
