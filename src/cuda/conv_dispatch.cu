@@ -6,13 +6,14 @@
 // Conv1d:
 //   out frames <= 128 and batch * out * frames * in/groups * K <= 2^22 (a streaming chunk)
 //                                  -> conv1d_direct_flat (one thread per output)
-//   compute capability 9.0, zeros padding, K <= 8, in/groups >= 8, out/groups >= 32 filling
-//   64-column tiles to 3/4, at least 2^24 multiply-adds
-//                                  -> stride 1: conv1d_wgmma_ss_3xtf32_128x128 (out/groups > 64)
-//                                     or _64x256 (both operands in shared memory; where its
-//                                     stages fit, else the next kernel)
-//                                     stride > 1: conv1d_wgmma_3xtf32_128x64 (activations in
-//                                     registers)
+//   compute capability 9.0, zeros padding, K <= 8, in/groups >= 8, out/groups >= 32, at least
+//   2^24 multiply-adds; out/groups filling 64-column tiles to 3/4 unless the first kernel below
+//   takes the layer
+//                                  -> stride 1, K >= 2, where its stages fit:
+//                                     conv1d_wgmma_ss_3xtf32_128x128 (out/groups > 64) or
+//                                     _64x256 (both operands in shared memory)
+//                                     otherwise (strided, K = 1): conv1d_wgmma_3xtf32_128x64
+//                                     (activations in registers)
 //                                     (tensor cores, 3xTF32; CONVBANK_CUDA_WGMMA=1 wherever it
 //                                     applies, =0 never; CONVBANK_CUDA_WGMMA_SS=0 keeps the
 //                                     register-fragment kernel at stride 1)
@@ -106,15 +107,18 @@ std::atomic<WgmmaPolicy>& policy_slot() {
 // The tensor-core kernel where it measured faster than the FFMA kernels on the H200 (see
 // docs/performance.md): everywhere it applies (seedA 3.98 vs 4.37 ms Winograd, seedB 7.19 vs
 // 7.69, tcn_pointwise 0.86 vs 0.95, dilated/strided/K = 7 layers 1.1-3.2x) except when the
-// 64-column tiles would be less than 3/4 used (32 columns per group: 0.96 vs 0.86 ms). The
-// phase convolutions of a strided ConvTranspose1d win even so, against the FFMA polyphase GEMM
-// (up2x, 32 columns: 0.48 vs 0.82 ms; x_up4x 0.84 vs 2.22; x_grouped_t 1.00 vs 2.31).
-bool wgmma_wins(std::int64_t cout_g, bool phased) {
+// register-fragment kernel's 64-column tiles would be less than 3/4 used (32 columns per group:
+// 0.96 vs 0.86 ms). Kernels whose tiles win even half used (`fill_free`): the
+// shared-memory-operand kernel of the stride-1 convolutions (x_grouped, 32 channels per group
+// on its 64-row tile: 0.578 vs 0.865 ms GEMM v2) and the phase convolutions of a strided
+// ConvTranspose1d (up2x, 32 columns: 0.48 vs 0.82 ms; x_up4x 0.84 vs 2.22; x_grouped_t 1.00 vs
+// 2.31).
+bool wgmma_wins(std::int64_t cout_g, bool fill_free) {
   const std::int64_t cols = (cout_g + 63) / 64 * 64;
-  return phased || 4 * cout_g >= 3 * cols;
+  return fill_free || 4 * cout_g >= 3 * cols;
 }
 
-bool use_wgmma(std::int64_t fmas, std::int64_t cout_g, bool phased = false) {
+bool use_wgmma(std::int64_t fmas, std::int64_t cout_g, bool fill_free) {
   switch (wgmma_policy()) {
     case WgmmaPolicy::kNever:
       return false;
@@ -123,7 +127,7 @@ bool use_wgmma(std::int64_t fmas, std::int64_t cout_g, bool phased = false) {
     case WgmmaPolicy::kAuto:
       break;
   }
-  return fmas >= kWgmmaMinFmas && wgmma_wins(cout_g, phased);
+  return fmas >= kWgmmaMinFmas && wgmma_wins(cout_g, fill_free);
 }
 
 // Space-to-depth onto the tensor cores where the reduction per output (in channels x K) is
@@ -306,11 +310,10 @@ Choice choose(const Conv1dParams& p) {
   if (p.out_frames <= 128 && outputs * cin_g * p.kernel_size <= kTinyConvFmas) {
     return {Family::kDirectFlat, GemmTile::k128x128, "conv1d_direct_flat"};
   }
-  const bool tensor_cores = use_wgmma(outputs * cin_g * p.kernel_size, cout_g);
+  const int ss = wgmma_ss_tile(p.stride, p.kernel_size, p.dilation, cout_g);
+  const bool tensor_cores = use_wgmma(outputs * cin_g * p.kernel_size, cout_g, ss != 0);
   if (tensor_cores && conv1d_wgmma_supported(p)) {
-    return {
-        Family::kWgmma, GemmTile::k128x128,
-        wgmma_name(WgmmaKind::kConv, wgmma_ss_tile(p.stride, p.kernel_size, p.dilation, cout_g))};
+    return {Family::kWgmma, GemmTile::k128x128, wgmma_name(WgmmaKind::kConv, ss)};
   }
   if (tensor_cores && s2d_wins(p) && conv1d_s2d_supported(p)) {
     return {Family::kS2d, GemmTile::k128x128,
@@ -340,9 +343,9 @@ Choice choose(const ConvTranspose1dParams& p) {
   // Each output sums K / stride taps of every input channel of its group.
   const std::int64_t fmas = p.batch * p.out_channels * p.out_frames * cin_g *
                             std::max<std::int64_t>(1, p.kernel_size / p.stride);
-  if (use_wgmma(fmas, cout_g, p.stride > 1) && conv_transpose1d_wgmma_supported(p)) {
-    // The phase convolutions keep the register-fragment kernel (up2x 0.48 vs 0.69 ms).
-    const int ss = p.stride == 1 ? wgmma_ss_tile(1, p.kernel_size, p.dilation, cout_g) : 0;
+  // The phase convolutions keep the register-fragment kernel (up2x 0.48 vs 0.69 ms).
+  const int ss = p.stride == 1 ? wgmma_ss_tile(1, p.kernel_size, p.dilation, cout_g) : 0;
+  if (use_wgmma(fmas, cout_g, p.stride > 1 || ss != 0) && conv_transpose1d_wgmma_supported(p)) {
     return {Family::kWgmma, GemmTile::k128x128,
             wgmma_name(p.stride == 1 ? WgmmaKind::kTransposed : WgmmaKind::kPhase, ss)};
   }
