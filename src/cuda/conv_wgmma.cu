@@ -650,20 +650,13 @@ __global__ void __launch_bounds__(kSsThreads, 1)
   const int wg_t = kCoTile == 128 ? 0 : cw * kSsWgFrames;
   const int steps = a.rt >> 3, tap_steps = a.ci_chunk >> 3;
   const bool w_ok = *weights_nonfinite == 0;
-  // Two accumulator sets: chunk j + 1's wgmmas are issued before chunk j's are waited for, so
-  // the tensor pipe does not drain at every chunk, and a finished tile is stored while the next
-  // tile's first chunk runs. fp32 registers keep the tile's running sum.
-  float acc0[64], acc1[64], sum[64];
+  float acc[64], sum[64];
 #pragma unroll
   for (int i = 0; i < 64; ++i) sum[i] = 0.0f;
-  // Cursors of the job to issue next (its tile's input shift) and of the job to retire next
-  // (its tile), with their chunks.
-  std::int64_t item_i = blockIdx.x, item_r = blockIdx.x;
-  Tile tr = tile_at(item_r);
-  int shift_i = tr.shift, ci = 0, cr = 0;
-
-  // Issues job j (tile ti) into acc as one wgmma group.
-  auto issue = [&](float(&acc)[64], std::int64_t j) {
+  std::int64_t item = blockIdx.x;
+  Tile t = tile_at(item);
+  int c = 0;
+  for (std::int64_t j = 0; j < jobs; ++j) {
     const int s = static_cast<int>(j % kSsStages);
     bar_sync(kBarFull + s, kSsThreads);
     // Per 8-deep step (one tap, 8 channels): small*big, big*small, big*big. Descriptors hold
@@ -672,7 +665,7 @@ __global__ void __launch_bounds__(kSsThreads, 1)
     const std::uint64_t a_big = smem_desc(smem_addr(st) + wg_co / 8 * 256, 128, 256);
     const std::uint64_t a_small = a_big + kCoTile * a.rt / 4;  // + plane bytes / 16
     const std::uint64_t b_big =
-        smem_desc(smem_addr(st + a_stage) + (shift_i + wg_t) * 16, a.span * 16, 128);
+        smem_desc(smem_addr(st + a_stage) + (t.shift + wg_t) * 16, a.span * 16, 128);
     const std::uint64_t b_small = b_big + b_plane / 4;
     wgmma_fence();
     // The chunk's steps, unrolled for the counts the chunk rule gives (taps x channels / 8, 2 to
@@ -721,17 +714,16 @@ __global__ void __launch_bounds__(kSsThreads, 1)
         break;
     }
     wgmma_commit();
-    if (++ci == a.nchunks) {
-      ci = 0;
-      item_i += gridDim.x;
-      if (item_i < items) shift_i = tile_at(item_i).shift;
-    }
-  };
+    wgmma_wait<0>();
+    fence_operands(acc);
+    bar_arrive(kBarEmpty + s, kSsThreads);
+#pragma unroll
+    for (int i = 0; i < 64; ++i) sum[i] += acc[i];
+    if (++c < a.nchunks) continue;
 
-  // This warpgroup's part of tile tr. Accumulator element 4i + 2h + p: channel row_in_wg + 8h,
-  // frame 8i + 2q + p of its 128.
-  auto store_tile = [&]() {
-    const Tile& t = tr;
+    // This warpgroup's part of the tile. Accumulator element 4i + 2h + p: channel row_in_wg +
+    // 8h, frame 8i + 2q + p of its 128.
+    c = 0;
     const int co0 = t.nt * kCoTile + wg_co + row_in_wg;
     const std::int64_t tb = t.t0 + wg_t + 2 * q;
     bool ok = w_ok;
@@ -742,9 +734,7 @@ __global__ void __launch_bounds__(kSsThreads, 1)
     }
     if (bar_any128(kBarConsumer + cw, !ok)) {
       // A NaN/Inf in these outputs or in the weights: the direct formula, whose classes (NaN,
-      // +-Inf) are PyTorch's. The next job's group is retired first, so that this rare path may
-      // use its accumulator registers.
-      wgmma_wait<0>();
+      // +-Inf) are PyTorch's.
       direct_outputs<kTransposed, false>(a, t.b, t.g, 0, PhaseView{a.in_offset, 0, a.out_frames},
                                          t.start + wg_t, t.nt * kCoTile + wg_co, 64, t.t0 + wg_t,
                                          kSsWgFrames, tid, 128);
@@ -771,39 +761,8 @@ __global__ void __launch_bounds__(kSsThreads, 1)
     }
 #pragma unroll
     for (int i = 0; i < 64; ++i) sum[i] = 0.0f;
-  };
-
-  // Retires job j from acc once its group is done: hands the stage back, adds the chunk to the
-  // running sum and stores a finished tile (while the next job's wgmmas run).
-  auto retire = [&](float(&acc)[64], std::int64_t j) {
-    fence_operands(acc);
-    bar_arrive(kBarEmpty + static_cast<int>(j % kSsStages), kSsThreads);
-#pragma unroll
-    for (int i = 0; i < 64; ++i) sum[i] += acc[i];
-    if (++cr < a.nchunks) return;
-    store_tile();
-    cr = 0;
-    item_r += gridDim.x;
-    if (item_r < items) tr = tile_at(item_r);
-  };
-
-  issue(acc0, 0);
-  for (std::int64_t j = 0; j < jobs; j += 2) {
-    if (j + 1 < jobs) {
-      issue(acc1, j + 1);
-      wgmma_wait<1>();
-    } else {
-      wgmma_wait<0>();
-    }
-    retire(acc0, j);
-    if (j + 1 == jobs) break;
-    if (j + 2 < jobs) {
-      issue(acc0, j + 2);
-      wgmma_wait<1>();
-    } else {
-      wgmma_wait<0>();
-    }
-    retire(acc1, j + 1);
+    item += gridDim.x;
+    if (item < items) t = tile_at(item);
   }
 #endif
 }
