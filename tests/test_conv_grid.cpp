@@ -447,6 +447,20 @@ TEST_CASE("grid: Conv1d GEMM path with more left padding than output frames") {
   CHECK(run_config<Conv1d>(conv(4, 4, 3, 1, 200), feed(1, 10), 4, stats));
 }
 
+TEST_CASE("grid: depthwise Conv1d with outputs larger than the caches (streamed stores)") {
+  // Outputs above 8 MiB leave the direct path through a per-thread buffer and non-temporal
+  // stores: ragged last blocks, strided views, padding modes, two channels per group.
+  GridStats stats;
+  CHECK(run_config<Conv1d>(conv(64, 64, 3, 1, 8, 8, 64), feed(1, 40001), 1, stats));
+  CHECK(run_config<Conv1d>(conv(64, 64, 3, 1, 8, 8, 64), feed(1, 40001, true), 2, stats));
+  CHECK(run_config<Conv1d>(conv(48, 48, 5, 2, 3, 1, 24, PaddingMode::kReflect), feed(2, 50003), 3,
+                           stats));
+  CHECK(run_config<Conv1d>(conv(32, 64, 4, 1, Padding::same(), 3, 32, PaddingMode::kZeros, false),
+                           feed(1, 41000, true), 4, stats));
+  CHECK(stats.direct == 4);
+  MESSAGE("large depthwise outputs: worst error " << stats.worst << " for " << stats.worst_config);
+}
+
 TEST_CASE("grid: ConvTranspose1d edge configurations") {
   const std::vector<std::pair<ConvTranspose1dOptions, Feed>> cases = {
       // output_padding at its limit: stride - 1, or dilation - 1 with stride 1

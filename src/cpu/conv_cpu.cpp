@@ -119,16 +119,14 @@ void fill_bias(float* row, std::int64_t count, const float* bias, std::int64_t c
   std::fill(row, row + count, bias != nullptr ? bias[channel] : 0.0f);
 }
 
-// Conv1d for groups with few channels: out[t] += w * x[t * stride + k * dilation - pad],
-// one output row and block of frames per task, vectorized along time.
-// Output row (b, o), frames [t0, t1), by the definition: y[t] = bias + sum over (c, k) of
-// w * x[t * stride + k * dilation - pad]. Vectorizes along time.
+// Output row (b, o), frames [t0, t1), into y[0, t1 - t0) by the definition: y[t - t0] = bias +
+// sum over (c, k) of w * x[t * stride + k * dilation - pad]. Vectorizes along time.
 void conv1d_direct_row(const Conv1dParams& p, TensorView<const float> x, std::int64_t pad_left,
                        const float* weight, const float* bias, std::int64_t b, std::int64_t o,
                        std::int64_t t0, std::int64_t t1, float* y) {
   const std::int64_t cg = p.in_channels / p.groups;
   const std::int64_t g = o / (p.out_channels / p.groups);
-  fill_bias(y + t0, t1 - t0, bias, o);
+  fill_bias(y, t1 - t0, bias, o);
   for (std::int64_t c = 0; c < cg; ++c) {
     const float* xr = x.channel(b, g * cg + c);
     for (std::int64_t k = 0; k < p.kernel_size; ++k) {
@@ -136,26 +134,46 @@ void conv1d_direct_row(const Conv1dParams& p, TensorView<const float> x, std::in
       const std::int64_t offset = k * p.dilation - pad_left;
       const Range r = valid_outputs(offset, p.stride, x.frames(), t0, t1);
       if (p.stride == 1) {
-        for (std::int64_t t = r.begin; t < r.end; ++t) y[t] += w * xr[t + offset];
+        for (std::int64_t t = r.begin; t < r.end; ++t) y[t - t0] += w * xr[t + offset];
       } else {
-        for (std::int64_t t = r.begin; t < r.end; ++t) y[t] += w * xr[t * p.stride + offset];
+        for (std::int64_t t = r.begin; t < r.end; ++t) y[t - t0] += w * xr[t * p.stride + offset];
       }
     }
   }
 }
 
+// Defined below: non-temporal copies for outputs larger than the caches.
+void store_row(float* __restrict dst, const float* __restrict src, std::int64_t n);
+void fence_streaming_stores();
+bool use_streaming_stores(const Conv1dParams& p, std::int64_t whole_frames);
+
 // Groups with one or two channels (depthwise): the direct formula, one row and block per task.
+// Large outputs are summed in an L1-sized buffer and streamed out, which saves the
+// read-for-ownership of each output line, a third of the memory traffic of a layer that reads
+// one float per float it writes (tcn_depthwise, one thread: 6.3-7.9 vs 9.0-9.7 ms, interleaved
+// runs of both builds; fusing the taps into one pass measured no further gain).
 void conv1d_direct(const Conv1dParams& p, TensorView<const float> x, std::int64_t pad_left,
-                   const float* weight, const float* bias, TensorView<float> out) {
+                   const float* weight, const float* bias, TensorView<float> out,
+                   std::int64_t whole_frames) {
   const std::int64_t blocks = ceil_div(p.out_frames, kDirectBlockFrames);
   const std::int64_t rows = p.batch * p.out_channels;
-  parallel_for(rows * blocks, [&](std::int64_t task, int) {
+  const bool streaming = use_streaming_stores(p, whole_frames);
+  std::vector<std::vector<float>> scratch(streaming ? threads_for(rows * blocks) : 0);
+  for (auto& s : scratch) s.resize(static_cast<std::size_t>(kDirectBlockFrames));
+  parallel_for(rows * blocks, [&](std::int64_t task, int thread) {
     const std::int64_t row = task / blocks;
     const std::int64_t t0 = (task % blocks) * kDirectBlockFrames;
     const std::int64_t t1 = std::min(p.out_frames, t0 + kDirectBlockFrames);
     const std::int64_t b = row / p.out_channels;
     const std::int64_t o = row % p.out_channels;
-    conv1d_direct_row(p, x, pad_left, weight, bias, b, o, t0, t1, out.channel(b, o));
+    if (!streaming) {
+      conv1d_direct_row(p, x, pad_left, weight, bias, b, o, t0, t1, out.channel(b, o) + t0);
+      return;
+    }
+    float* buf = scratch[static_cast<std::size_t>(thread)].data();
+    conv1d_direct_row(p, x, pad_left, weight, bias, b, o, t0, t1, buf);
+    store_row(out.channel(b, o) + t0, buf, t1 - t0);
+    fence_streaming_stores();
   });
 }
 
@@ -450,7 +468,7 @@ void conv1d_winograd(const Conv1dParams& p, TensorView<const float> x, std::int6
       // The transforms mix the samples of a tile, so one NaN or Inf would reach outputs that do
       // not read it (and Inf - Inf makes NaN). PyTorch's semantics need the direct formula here.
       for (std::int64_t o = g * og; o < (g + 1) * og; ++o) {
-        conv1d_direct_row(p, x, pad_left, weight, bias, b, o, t0, t0 + tn, out.channel(b, o));
+        conv1d_direct_row(p, x, pad_left, weight, bias, b, o, t0, t0 + tn, out.channel(b, o) + t0);
       }
       return;
     }
@@ -715,7 +733,7 @@ void conv1d_piece(const Conv1dParams& p, Conv1dPath path, TensorView<const float
   }
   switch (path) {
     case Conv1dPath::kDirect:
-      conv1d_direct(p, x, pad_left, weight, bias, output);
+      conv1d_direct(p, x, pad_left, weight, bias, output, whole_frames);
       break;
     case Conv1dPath::kWinograd:
       conv1d_winograd(p, x, pad_left, weight, bias, output, whole_frames);
