@@ -17,22 +17,12 @@ import time
 
 import torch
 
-# name: (transpose, cin, cout, frames, K, stride, padding, dilation, groups) - workloads.md
-WORKLOADS = {
-    "seedA": (False, 64, 128, 131072, 3, 1, 0, 1, 1),
-    "seedB": (True, 128, 128, 65536, 3, 1, 0, 1, 1),
-    "enc_tasnet": (False, 1, 512, 131072, 16, 8, 0, 1, 1),
-    "dec_tasnet": (True, 512, 1, 16383, 16, 8, 0, 1, 1),
-    "enc_stft512": (False, 1, 514, 131072, 512, 128, 0, 1, 1),
-    "dec_stft512": (True, 514, 1, 1021, 512, 128, 0, 1, 1),
-    "tcn_depthwise": (False, 512, 512, 16384, 3, 1, 8, 8, 512),
-    "tcn_pointwise": (False, 512, 128, 16384, 1, 1, 0, 1, 1),
-    "up2x": (True, 64, 32, 65536, 4, 2, 1, 1, 1),
-}
-
-
 def time_torch(spec, batch, repeat):
-    transpose, cin, cout, frames, k, stride, padding, dilation, groups = spec
+    """spec: one record of `convbank bench --json` (the layer's arguments and the workload)."""
+    transpose = spec["op"] == "ConvTranspose1d"
+    cin, cout, frames = spec["in_channels"], spec["out_channels"], spec["frames"]
+    k, stride, padding = spec["kernel_size"], spec["stride"], spec["padding"]
+    dilation, groups = spec["dilation"], spec["groups"]
     g = torch.Generator().manual_seed(1)
     x = torch.rand(batch, cin, frames, generator=g) * 2 - 1
     if transpose:
@@ -54,10 +44,13 @@ def time_torch(spec, batch, repeat):
 
 def run_ours(app, args, threads, tmp):
     out = os.path.join(tmp, f"ours{threads}.json")
-    subprocess.run([app, "bench", "--batch", str(args.batch), "--repeat", str(args.repeat),
-                    "--threads", str(threads), "--json", out, "--workload", *args.workload],
-                   check=True, stdout=subprocess.DEVNULL)
-    return {r["workload"]: r for r in json.load(open(out))}
+    cmd = [app, "bench", "--batch", str(args.batch), "--repeat", str(args.repeat),
+           "--threads", str(threads), "--json", out]
+    if args.workload:
+        cmd += ["--workload", *args.workload]
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+    with open(out) as f:
+        return {r["workload"]: r for r in json.load(f)}
 
 
 def main():
@@ -65,7 +58,9 @@ def main():
     ap.add_argument("build_dir")
     ap.add_argument("--batch", type=int, default=1)
     ap.add_argument("--repeat", type=int, default=10)
-    ap.add_argument("--workload", nargs="*", default=list(WORKLOADS))
+    # The shapes come from `convbank bench --json` (apps/convbank/bench.cpp): one table.
+    ap.add_argument("--workload", nargs="*", default=[],
+                    help="workload names (default: all of `convbank bench`)")
     args = ap.parse_args()
 
     app = os.path.join(args.build_dir, "apps", "convbank")
@@ -82,12 +77,12 @@ def main():
     print(f"| workload | convbank 1 thr ms | PyTorch 1 thr ms | ratio | convbank {cores} thr ms | "
           f"PyTorch {cores} thr ms | ratio | convbank GFLOP/s ({cores} thr) |")
     print("|---|---|---|---|---|---|---|---|")
-    for name in args.workload:
+    for name in ours[1]:
         row = [name]
         for t in (1, cores):
             torch.set_num_threads(t)
             ms_ours = ours[t][name]["median_ms"]
-            ms_torch = time_torch(WORKLOADS[name], args.batch, args.repeat)
+            ms_torch = time_torch(ours[t][name], args.batch, args.repeat)
             row += [f"{ms_ours:.2f}", f"{ms_torch:.2f}", f"{ms_torch / ms_ours:.1f}x"]
         gflops = ours[cores][name]["gflop"] / ours[cores][name]["median_ms"] * 1e3
         print("| " + " | ".join(row) + f" | {gflops:.0f} |", flush=True)

@@ -17,6 +17,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "app_helpers.hpp"
 #include "convbank/conv.hpp"
 #include "convbank/io/npy.hpp"
@@ -231,6 +233,42 @@ TEST_CASE("app: --help describes both layer commands") {
   CHECK(transpose.exit_code == 0);
   CHECK(transpose.out.find("--output-padding") != std::string::npos);
   CHECK(transpose.out.find("--padding-mode") == std::string::npos);
+}
+
+TEST_CASE("app: bench --json records each workload's layer arguments and time") {
+  // scripts/bench_cpu.py builds PyTorch's layers from these records.
+  if (!have_app()) return;
+  TempDir dir("bench");
+  const std::string path = dir.file("bench.json");
+  const Run run = run_app({"bench", "--workload", "tcn_depthwise", "up2x", "--repeat", "1",
+                           "--threads", "1", "--json", path});
+  REQUIRE(run.exit_code == 0);
+  const nlohmann::json j = nlohmann::json::parse(read_text(path));
+  REQUIRE(j.size() == 2);
+  CHECK(j[0]["workload"] == "tcn_depthwise");
+  CHECK(j[0]["op"] == "Conv1d");
+  CHECK(j[0]["batch"] == 1);
+  CHECK(j[0]["in_channels"] == 512);
+  CHECK(j[0]["out_channels"] == 512);
+  CHECK(j[0]["frames"] == 16384);
+  CHECK(j[0]["kernel_size"] == 3);
+  CHECK(j[0]["stride"] == 1);
+  CHECK(j[0]["padding"] == 8);
+  CHECK(j[0]["dilation"] == 8);
+  CHECK(j[0]["groups"] == 512);
+  CHECK(j[1]["workload"] == "up2x");
+  CHECK(j[1]["op"] == "ConvTranspose1d");
+  CHECK(j[1]["stride"] == 2);
+  CHECK(j[1]["in_channels"] == 64);
+  CHECK(j[1]["out_channels"] == 32);
+  for (const auto& r : j) {
+    CHECK(r["threads"] == 1);
+    CHECK(r["median_ms"].get<double>() > 0.0);
+    CHECK(r["gflop"].get<double>() > 0.0);
+  }
+  const Run bad = run_app({"bench", "--workload", "seedC"});
+  CHECK(bad.exit_code != 0);
+  CHECK(bad.err.find("seedC") != std::string::npos);
 }
 
 TEST_CASE("app: failures print one error line and leave no output or temporary file") {

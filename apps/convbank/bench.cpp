@@ -1,7 +1,7 @@
 // `convbank bench`: times the CPU backend on the workloads of shared/workloads.md (at batch 1
-// by default, the CPU table's setting). scripts/bench-cpu.py runs PyTorch on the same shapes in
-// the same session and prints both side by side; convbank-bench-cuda does the same on the GPU
-// against cuDNN.
+// by default, the CPU table's setting). scripts/bench_cpu.py runs PyTorch on the shapes this
+// command writes to its --json file, in the same session, and prints both side by side;
+// convbank-bench-cuda does the same on the GPU against cuDNN.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -154,12 +154,20 @@ void add_bench(CLI::App& app, std::vector<std::pair<CLI::App*, Runner>>& command
       std::printf("| %s | %s | %.3f | %.3f | %.1f |\n", r.name.c_str(), r.shape.c_str(),
                   r.median_ms, r.min_ms, r.gflop / (r.median_ms * 1e-3));
       std::fflush(stdout);
-      char line[512];
+      // The layer's arguments too: scripts/bench_cpu.py builds PyTorch's layer from them.
+      char line[1024];
       std::snprintf(line, sizeof line,
-                    "  {\"workload\": \"%s\", \"batch\": %lld, \"threads\": %d, \"median_ms\": "
-                    "%.6f, \"min_ms\": %.6f, \"gflop\": %.6f}",
-                    r.name.c_str(), static_cast<long long>(opt->batch), num_threads(), r.median_ms,
-                    r.min_ms, r.gflop);
+                    "  {\"workload\": \"%s\", \"op\": \"%s\", \"batch\": %lld, \"in_channels\": "
+                    "%lld, \"out_channels\": %lld, \"frames\": %lld, \"kernel_size\": %lld, "
+                    "\"stride\": %lld, \"padding\": %lld, \"dilation\": %lld, \"groups\": %lld, "
+                    "\"threads\": %d, \"median_ms\": %.6f, \"min_ms\": %.6f, \"gflop\": %.6f}",
+                    r.name.c_str(), w->transpose ? "ConvTranspose1d" : "Conv1d",
+                    static_cast<long long>(opt->batch), static_cast<long long>(w->in_channels),
+                    static_cast<long long>(w->out_channels), static_cast<long long>(w->frames),
+                    static_cast<long long>(w->kernel_size), static_cast<long long>(w->stride),
+                    static_cast<long long>(w->padding), static_cast<long long>(w->dilation),
+                    static_cast<long long>(w->groups), num_threads(), r.median_ms, r.min_ms,
+                    r.gflop);
       json += std::string(json.size() > 2 ? ",\n" : "") + line;
     }
     json += "\n]\n";
