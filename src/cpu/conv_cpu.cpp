@@ -142,41 +142,6 @@ void conv1d_direct_row(const Conv1dParams& p, TensorView<const float> x, std::in
   }
 }
 
-// Defined below: non-temporal copies for outputs larger than the caches.
-void store_row(float* __restrict dst, const float* __restrict src, std::int64_t n);
-void fence_streaming_stores();
-bool use_streaming_stores(const Conv1dParams& p, std::int64_t whole_frames);
-
-// Groups with one or two channels (depthwise): the direct formula, one row and block per task.
-// Large outputs are summed in an L1-sized buffer and streamed out, which saves the
-// read-for-ownership of each output line, a third of the memory traffic of a layer that reads
-// one float per float it writes (tcn_depthwise, one thread: 6.3-7.9 vs 9.0-9.7 ms, interleaved
-// runs of both builds; fusing the taps into one pass measured no further gain).
-void conv1d_direct(const Conv1dParams& p, TensorView<const float> x, std::int64_t pad_left,
-                   const float* weight, const float* bias, TensorView<float> out,
-                   std::int64_t whole_frames) {
-  const std::int64_t blocks = ceil_div(p.out_frames, kDirectBlockFrames);
-  const std::int64_t rows = p.batch * p.out_channels;
-  const bool streaming = use_streaming_stores(p, whole_frames);
-  std::vector<std::vector<float>> scratch(streaming ? threads_for(rows * blocks) : 0);
-  for (auto& s : scratch) s.resize(static_cast<std::size_t>(kDirectBlockFrames));
-  parallel_for(rows * blocks, [&](std::int64_t task, int thread) {
-    const std::int64_t row = task / blocks;
-    const std::int64_t t0 = (task % blocks) * kDirectBlockFrames;
-    const std::int64_t t1 = std::min(p.out_frames, t0 + kDirectBlockFrames);
-    const std::int64_t b = row / p.out_channels;
-    const std::int64_t o = row % p.out_channels;
-    if (!streaming) {
-      conv1d_direct_row(p, x, pad_left, weight, bias, b, o, t0, t1, out.channel(b, o) + t0);
-      return;
-    }
-    float* buf = scratch[static_cast<std::size_t>(thread)].data();
-    conv1d_direct_row(p, x, pad_left, weight, bias, b, o, t0, t1, buf);
-    store_row(out.channel(b, o) + t0, buf, t1 - t0);
-    fence_streaming_stores();
-  });
-}
-
 // Copies n floats to dst with non-temporal stores, for outputs larger than the caches: they
 // skip the read-for-ownership of each destination line, which halves the memory traffic of
 // output-bound layers (a 1 -> 512 encoder writes 256x more than it reads).
@@ -216,6 +181,36 @@ constexpr std::int64_t kStreamingBytes = std::int64_t{8} << 20;
 bool use_streaming_stores(const Conv1dParams& p, std::int64_t whole_frames) {
   return p.batch * p.out_channels * whole_frames * static_cast<std::int64_t>(sizeof(float)) >
          kStreamingBytes;
+}
+
+// Groups with one or two channels (depthwise): the direct formula, one row and block per task.
+// Large outputs are summed in an L1-sized buffer and streamed out, which saves the
+// read-for-ownership of each output line, a third of the memory traffic of a layer that reads
+// one float per float it writes (tcn_depthwise, one thread: 6.3-7.9 vs 9.0-9.7 ms, interleaved
+// runs of both builds; fusing the taps into one pass measured no further gain).
+void conv1d_direct(const Conv1dParams& p, TensorView<const float> x, std::int64_t pad_left,
+                   const float* weight, const float* bias, TensorView<float> out,
+                   std::int64_t whole_frames) {
+  const std::int64_t blocks = ceil_div(p.out_frames, kDirectBlockFrames);
+  const std::int64_t rows = p.batch * p.out_channels;
+  const bool streaming = use_streaming_stores(p, whole_frames);
+  std::vector<std::vector<float>> scratch(streaming ? threads_for(rows * blocks) : 0);
+  for (auto& s : scratch) s.resize(static_cast<std::size_t>(kDirectBlockFrames));
+  parallel_for(rows * blocks, [&](std::int64_t task, int thread) {
+    const std::int64_t row = task / blocks;
+    const std::int64_t t0 = (task % blocks) * kDirectBlockFrames;
+    const std::int64_t t1 = std::min(p.out_frames, t0 + kDirectBlockFrames);
+    const std::int64_t b = row / p.out_channels;
+    const std::int64_t o = row % p.out_channels;
+    if (!streaming) {
+      conv1d_direct_row(p, x, pad_left, weight, bias, b, o, t0, t1, out.channel(b, o) + t0);
+      return;
+    }
+    float* buf = scratch[static_cast<std::size_t>(thread)].data();
+    conv1d_direct_row(p, x, pad_left, weight, bias, b, o, t0, t1, buf);
+    store_row(out.channel(b, o) + t0, buf, t1 - t0);
+    fence_streaming_stores();
+  });
 }
 
 std::int64_t conv1d_gemm_block(const Conv1dParams& p, std::int64_t whole_frames) {
