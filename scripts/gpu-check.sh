@@ -98,6 +98,11 @@ if has bench && [ -x "$BUILD/apps/bench_cuda/convbank-bench-cuda" ]; then
     CONVBANK_CUDA_WGMMA_SS=0 timeout "$(budget 90)" "$BUILD/apps/bench_cuda/convbank-bench-cuda" \
       --no-cudnn --workload all --workload offlist 2>/dev/null |
       grep -E '^\| (seed|enc|dec|tcn|up|x_)' >>"$OUT/bench.md"
+    # Strided ConvTranspose1d without depth-to-space (phase convolutions, phase GEMM, decoders).
+    echo "## CONVBANK_CUDA_D2S=0" >>"$OUT/bench.md"
+    CONVBANK_CUDA_D2S=0 timeout "$(budget 60)" "$BUILD/apps/bench_cuda/convbank-bench-cuda" \
+      --no-cudnn --workload up2x --workload dec_stft512 --workload x_up4x --workload x_grouped_t \
+      --workload x_dec4 2>/dev/null | grep -E '^\| (dec|up|x_)' >>"$OUT/bench.md"
     if command -v ncu >/dev/null; then
       echo "## ncu seedA, tensor-core kernel" >>"$OUT/bench.md"
       CONVBANK_CUDA_WGMMA=1 timeout "$(budget 60)" ncu --clock-control none --section SpeedOfLight \

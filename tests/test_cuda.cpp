@@ -478,7 +478,8 @@ TEST_CASE("cuda: wgmma 3xTF32 grid against the float64 oracle") {
   for (const char* k :
        {"conv1d_wgmma_3xtf32_128x64", "conv1d_wgmma_ss_3xtf32_128x128",
         "conv1d_wgmma_ss_3xtf32_64x256", "conv_transpose1d_wgmma_ss_3xtf32_128x128",
-        "conv_transpose1d_wgmma_ss_3xtf32_64x256", "conv_transpose1d_phase_wgmma_3xtf32_128x64"}) {
+        "conv_transpose1d_wgmma_ss_3xtf32_64x256", "conv_transpose1d_phase_wgmma_3xtf32_128x64",
+        "conv_transpose1d_d2s_wgmma_ss_3xtf32_128x128"}) {
     CHECK_MESSAGE(stats.kernels.count(k) == 1, "grid never ran ", k);
   }
 }
@@ -518,6 +519,61 @@ TEST_CASE("cuda: space-to-depth tensor-core encoders against the float64 oracle"
   if (cc::wgmma_available()) {
     for (const auto& k : stats.kernels)
       CHECK_MESSAGE(k.rfind("conv1d_s2d_wgmma_ss_3xtf32_", 0) == 0, k);
+  }
+}
+
+// Strided ConvTranspose1d as one stride-1 tensor-core convolution over (channel, phase) rows
+// (depth-to-space): K not a multiple of the stride, padding beyond a stride, output_padding,
+// groups, STFT-like synthesis (128 phases of one channel), decoders with few channels, both
+// channel tiles, ragged chunks and strided views. The policy is the default one: these are
+// shapes the dispatcher gives it.
+TEST_CASE("cuda: depth-to-space tensor-core ConvTranspose1d against the float64 oracle") {
+  CUDA_OR_SKIP();
+  namespace cc = convbank::detail::cuda;
+  GridStats stats;
+  std::uint64_t seed = 31415;
+  using T = ConvTranspose1dOptions;
+  run_config<ConvTranspose1d, T>(
+      {.in_channels = 64, .out_channels = 32, .kernel_size = 4, .stride = 2, .padding = 1}, 2, 4000,
+      false, seed++, stats);
+  run_config<ConvTranspose1d, T>({.in_channels = 20,
+                                  .out_channels = 40,
+                                  .kernel_size = 5,
+                                  .stride = 2,
+                                  .padding = 3,
+                                  .output_padding = 1},
+                                 3, 3001, true, seed++, stats);
+  run_config<ConvTranspose1d, T>({.in_channels = 2 * 17,
+                                  .out_channels = 2 * 24,
+                                  .kernel_size = 7,
+                                  .stride = 3,
+                                  .padding = 7,
+                                  .output_padding = 2,
+                                  .groups = 2,
+                                  .bias = false},
+                                 2, 2500, false, seed++, stats);
+  run_config<ConvTranspose1d, T>(
+      {.in_channels = 514, .out_channels = 1, .kernel_size = 512, .stride = 128}, 2, 70, false,
+      seed++, stats);
+  run_config<ConvTranspose1d, T>(
+      {.in_channels = 257, .out_channels = 1, .kernel_size = 256, .stride = 64, .padding = 100}, 1,
+      300, true, seed++, stats);
+  run_config<ConvTranspose1d, T>(
+      {.in_channels = 96, .out_channels = 4, .kernel_size = 16, .stride = 8, .padding = 4}, 2, 3000,
+      false, seed++, stats);
+  run_config<ConvTranspose1d, T>(
+      {.in_channels = 33, .out_channels = 7, .kernel_size = 11, .stride = 5, .padding = 2}, 3, 2000,
+      true, seed++, stats);
+  run_config<ConvTranspose1d, T>(
+      {.in_channels = 128, .out_channels = 64, .kernel_size = 8, .stride = 4, .padding = 2}, 1,
+      1000, false, seed++, stats);
+  MESSAGE("depth-to-space: worst ", stats.worst, " at ", stats.worst_config,
+          "; kernels: ", join(stats.kernels));
+  CHECK(stats.runs == 8);
+  if (cc::wgmma_available()) {
+    for (const auto& k : stats.kernels)
+      CHECK_MESSAGE(k.rfind("conv_transpose1d_d2s_wgmma_ss_3xtf32_", 0) == 0, k);
+    CHECK(stats.kernels.size() == 2);  // both channel tiles
   }
 }
 
@@ -742,6 +798,11 @@ TEST_CASE("cuda: edges (single frame, K > frames with padding, big stride, wide 
 // strided views.
 TEST_CASE("cuda: phase GEMM with the reduction split over clusters (STFT-like decoders)") {
   CUDA_OR_SKIP();
+  // The FFMA phase GEMM, which runs these where the tensor-core kernels do not (other GPUs,
+  // CONVBANK_CUDA_WGMMA=0): on a 9.0 device the larger ones go to depth-to-space otherwise.
+  namespace cc = convbank::detail::cuda;
+  const cc::WgmmaPolicy before = cc::wgmma_policy();
+  cc::set_wgmma_policy(cc::WgmmaPolicy::kNever);
   GridStats stats;
   std::uint64_t seed = 31;
   using O = ConvTranspose1dOptions;
@@ -771,6 +832,7 @@ TEST_CASE("cuda: phase GEMM with the reduction split over clusters (STFT-like de
   run_config<ConvTranspose1d, O>(
       {.in_channels = 1030, .out_channels = 1, .kernel_size = 128, .stride = 128}, 1, 1, false,
       seed++, stats);
+  cc::set_wgmma_policy(before);
   MESSAGE("phase split: worst ", stats.worst, " at ", stats.worst_config,
           "; kernels: ", join(stats.kernels));
   CHECK(stats.runs == 6);
@@ -792,6 +854,11 @@ TEST_CASE("cuda: phase GEMM with the reduction split over clusters (STFT-like de
 // multiprocessor count below which the split-reduction kernel takes them instead.
 TEST_CASE("cuda: memory-bound kernels (encoder, depthwise, decoder) against the float64 oracle") {
   CUDA_OR_SKIP();
+  // The policy that keeps the tensor cores out: on a 9.0 device depth-to-space would take the
+  // larger decoders of four channels (s * out/groups >= 32 rows).
+  namespace cc = convbank::detail::cuda;
+  const cc::WgmmaPolicy before = cc::wgmma_policy();
+  cc::set_wgmma_policy(cc::WgmmaPolicy::kNever);
   GridStats stats;
   std::uint64_t seed = 4242;
   using C = Conv1dOptions;
@@ -899,6 +966,7 @@ TEST_CASE("cuda: memory-bound kernels (encoder, depthwise, decoder) against the 
   // Weights larger than the shared-memory chunk (600 channels x 16 taps): two ragged chunks.
   transpose({.in_channels = 600, .out_channels = 1, .kernel_size = 16, .stride = 8, .padding = 2},
             140, 200, false, dec);
+  cc::set_wgmma_policy(before);
   MESSAGE("memory-bound kernels: worst ", stats.worst, " at ", stats.worst_config,
           "; kernels: ", join(stats.kernels));
   CHECK(stats.runs == 18);
@@ -1101,10 +1169,20 @@ void for_each_kernel_family(Run&& run) {
     const Conv1dOptions o{.in_channels = 1, .out_channels = 514, .kernel_size = 512, .stride = 128};
     run(o, 1, 20000);
   }
-  {  // ... transposed at stride 2: two phase convolutions
+  {  // ... transposed at stride 2: one depth-to-space convolution of 2 x 64 channels
     const ConvTranspose1dOptions o{
         .in_channels = 40, .out_channels = 64, .kernel_size = 4, .stride = 2, .padding = 1};
     run(o, 2, 1500);
+  }
+  {  // ... one tap per phase (K = stride): the phase convolutions
+    const ConvTranspose1dOptions o{
+        .in_channels = 40, .out_channels = 64, .kernel_size = 2, .stride = 2, .padding = 1};
+    run(o, 2, 2100);
+  }
+  {  // ... STFT-like synthesis: 128 phases of one channel, depth-to-space
+    const ConvTranspose1dOptions o{
+        .in_channels = 514, .out_channels = 1, .kernel_size = 512, .stride = 128};
+    run(o, 1, 60);
   }
   {  // pointwise: the GEMM v2 core's 16-byte B copies (aligned rows) and their ragged tail
     const Conv1dOptions o{.in_channels = 40, .out_channels = 72, .kernel_size = 1};

@@ -241,9 +241,9 @@ void launch_conv_transpose1d_wgmma(const ConvTranspose1dParams& p, TensorView<co
                                    cudaStream_t stream, const char* name);
 
 // The channel tile (128 or 64) of the tensor-core kernel with both operands in shared memory,
-// which runs the stride-1 convolutions of the wgmma launches above (the Conv1d itself, the phase
-// convolutions, space-to-depth); 0 where the register-fragment kernel (128 x 64) runs. The
-// arguments are those of the stride-1 convolution the launch runs.
+// which runs the stride-1 convolutions of the wgmma launches (the Conv1d itself, space-to-depth,
+// depth-to-space); 0 where the register-fragment kernel (128 x 64) runs. The arguments are those
+// of the stride-1 convolution the launch runs.
 int wgmma_ss_tile(std::int64_t stride, std::int64_t taps, std::int64_t dilation,
                   std::int64_t cout_g);
 
@@ -254,6 +254,15 @@ bool conv1d_s2d_supported(const Conv1dParams& p);
 void launch_conv1d_s2d_wgmma(const Conv1dParams& p, TensorView<const float> x, const float* w,
                              const float* bias, TensorView<float> y, cudaStream_t stream,
                              const char* name);
+
+// A ConvTranspose1d of stride s > 1 (dilation 1, ceil(K / s) = 2..8 taps, in/groups >= 8,
+// s * out/groups >= 32) as one stride-1 tensor-core convolution whose s * out/groups output
+// channels are the (channel, phase) pairs, written to every s-th output frame (depth-to-space,
+// conv_wgmma.cu).
+bool conv_transpose1d_d2s_supported(const ConvTranspose1dParams& p);
+void launch_conv_transpose1d_d2s_wgmma(const ConvTranspose1dParams& p, TensorView<const float> x,
+                                       const float* w, const float* bias, TensorView<float> y,
+                                       cudaStream_t stream, const char* name);
 
 // 1-D Winograd F(4,3), K = 3, stride 1, dilation 1.
 void launch_conv1d_winograd(const Conv1dParams& p, TensorView<const float> x, const float* w,

@@ -38,8 +38,13 @@
 // ConvTranspose1d:
 //   the Conv1d wgmma rule with stride 1
 //                                  -> conv_transpose1d_wgmma_ss_3xtf32_{128x128,64x256}
-//   the same rule at stride s > 1 with dilation 1 and K a multiple of s, any out/groups >= 32
-//   (s phase convolutions of K / s taps in one launch)
+//   compute capability 9.0, stride s > 1, dilation 1, ceil(K / s) = 2..8 taps, in/groups >= 8,
+//   s * out/groups >= 32 rows, at least 2^24 multiply-adds (one stride-1 convolution whose
+//   output channels are the (channel, phase) pairs, depth-to-space in the epilogue)
+//                                  -> conv_transpose1d_d2s_wgmma_ss_3xtf32_{128x128,64x256}
+//                                     (CONVBANK_CUDA_D2S=0: off)
+//   the Conv1d wgmma rule at stride s > 1 with dilation 1 and K a multiple of s (K = s here,
+//   unless depth-to-space is off), any out/groups >= 32 (s phase convolutions of K / s taps)
 //                                  -> conv_transpose1d_phase_wgmma_3xtf32_128x64
 //   stride 1, dilation 1, K = 3, in/groups >= 16, out/groups >= 32
 //                                  -> conv_transpose1d_winograd_f43_ffma
@@ -86,7 +91,8 @@ enum class Family {
   kEncoder,
   kDepthwise,
   kDecoder,
-  kS2d
+  kS2d,
+  kD2s
 };
 
 // Multiply-adds up to which a Conv1d of short rows runs one thread per output.
@@ -142,21 +148,39 @@ bool s2d_wins(const Conv1dParams& p) {
   return wgmma_policy() == WgmmaPolicy::kAlways || p.in_channels * p.kernel_size >= 128;
 }
 
-// Tensor-core kernel names: the register-fragment kernel (128 frames x 64 channels) or the
-// shared-memory-operand kernel (channels x frames, wgmma_ss_tile()).
-enum class WgmmaKind { kConv, kS2d, kTransposed, kPhase };
+// Tensor-core kernel names: the register-fragment kernel (128 frames x 64 channels, ss_tile 0)
+// or the shared-memory-operand kernel (channels x frames, ss_tile = wgmma_ss_tile()). The phase
+// convolutions run only on the former, depth-to-space only on the latter.
+enum class WgmmaKind { kConv, kS2d, kTransposed, kPhase, kD2s };
 const char* wgmma_name(WgmmaKind kind, int ss_tile) {
-  static constexpr const char* kNames[4][3] = {
+  static constexpr const char* kNames[3][3] = {
       {"conv1d_wgmma_3xtf32_128x64", "conv1d_wgmma_ss_3xtf32_64x256",
        "conv1d_wgmma_ss_3xtf32_128x128"},
       {"conv1d_s2d_wgmma_3xtf32_128x64", "conv1d_s2d_wgmma_ss_3xtf32_64x256",
        "conv1d_s2d_wgmma_ss_3xtf32_128x128"},
       {"conv_transpose1d_wgmma_3xtf32_128x64", "conv_transpose1d_wgmma_ss_3xtf32_64x256",
-       "conv_transpose1d_wgmma_ss_3xtf32_128x128"},
-      {"conv_transpose1d_phase_wgmma_3xtf32_128x64",
-       "conv_transpose1d_phase_wgmma_ss_3xtf32_64x256",
-       "conv_transpose1d_phase_wgmma_ss_3xtf32_128x128"}};
-  return kNames[static_cast<int>(kind)][ss_tile / 64];
+       "conv_transpose1d_wgmma_ss_3xtf32_128x128"}};
+  switch (kind) {
+    case WgmmaKind::kPhase:
+      return "conv_transpose1d_phase_wgmma_3xtf32_128x64";
+    case WgmmaKind::kD2s:
+      return ss_tile == 64 ? "conv_transpose1d_d2s_wgmma_ss_3xtf32_64x256"
+                           : "conv_transpose1d_d2s_wgmma_ss_3xtf32_128x128";
+    default:
+      return kNames[static_cast<int>(kind)][ss_tile / 64];
+  }
+}
+
+// A strided ConvTranspose1d as one depth-to-space convolution on the shared-memory-operand
+// kernel (conv_transpose1d_d2s_supported()) wherever it applies: against the phase
+// convolutions, up2x 0.230 vs 0.446 ms, x_up4x 0.59 vs 0.80, x_grouped_t 0.69 vs 0.95; against
+// the FFMA phase GEMM, dec_stft512 0.133 vs 0.279; against the decoder kernels (out/groups <= 4,
+// rows half used), 512 -> 4 K16 s8 0.88 vs 1.03, 64 -> 4 0.21 vs 0.36, and a small 24 -> 4
+// 0.030 vs 0.027 (2026-11-30). CONVBANK_CUDA_D2S=0 turns it off (read once).
+bool d2s_on() {
+  static const bool off =
+      std::getenv("CONVBANK_CUDA_D2S") != nullptr && env_int("CONVBANK_CUDA_D2S") == 0;
+  return !off;
 }
 
 struct Choice {
@@ -343,7 +367,16 @@ Choice choose(const ConvTranspose1dParams& p) {
   // Each output sums K / stride taps of every input channel of its group.
   const std::int64_t fmas = p.batch * p.out_channels * p.out_frames * cin_g *
                             std::max<std::int64_t>(1, p.kernel_size / p.stride);
-  // The phase convolutions keep the register-fragment kernel (up2x 0.48 vs 0.69 ms).
+  if (p.stride > 1 && d2s_on()) {
+    // Depth-to-space: s x out/groups rows of ceil(K / s) taps.
+    const std::int64_t taps = (p.kernel_size + p.stride - 1) / p.stride;
+    const std::int64_t rows = p.stride * cout_g;
+    if (use_wgmma(p.batch * p.out_channels * p.out_frames * cin_g * taps, rows, true) &&
+        conv_transpose1d_d2s_supported(p)) {
+      return {Family::kD2s, GemmTile::k128x128,
+              wgmma_name(WgmmaKind::kD2s, wgmma_ss_tile(1, taps, 1, rows))};
+    }
+  }
   const int ss = p.stride == 1 ? wgmma_ss_tile(1, p.kernel_size, p.dilation, cout_g) : 0;
   if (use_wgmma(fmas, cout_g, p.stride > 1 || ss != 0) && conv_transpose1d_wgmma_supported(p)) {
     return {Family::kWgmma, GemmTile::k128x128,
@@ -492,6 +525,7 @@ void conv1d(const Conv1dParams& p, TensorView<const float> input, const float* w
     case Family::kNarrow:
     case Family::kSplitK:
     case Family::kDecoder:
+    case Family::kD2s:
       launch_conv1d_direct(p, input, weight, bias, output, s, c.name);
       break;
   }
@@ -505,6 +539,9 @@ void conv_transpose1d(const ConvTranspose1dParams& p, TensorView<const float> in
   switch (c.family) {
     case Family::kWgmma:
       launch_conv_transpose1d_wgmma(p, input, weight, bias, output, s, c.name);
+      break;
+    case Family::kD2s:
+      launch_conv_transpose1d_d2s_wgmma(p, input, weight, bias, output, s, c.name);
       break;
     case Family::kWinograd:
       launch_conv_transpose1d_winograd(p, input, weight, bias, output, s, c.name);

@@ -3,8 +3,9 @@
 // tf32(x - big); small*big + big*small + big*big in the tensor cores (the dropped small*small
 // is 2^-22 of a product).
 //
-// Two kernels. The register-fragment kernel, described here, runs strided Conv1d and the phase
-// convolutions of strided ConvTranspose1d; the stride-1 convolutions run on the
+// Two kernels. The register-fragment kernel, described here, runs strided Conv1d, K = 1 and the
+// phase convolutions of strided ConvTranspose1d where depth-to-space (at the end of this file)
+// does not apply; the stride-1 convolutions, depth-to-space included, run on the
 // shared-memory-operand kernel further below (the section "both operands in shared memory").
 //
 // GEMM per (batch, group): rows = output frames (M), columns = output channels (N), reduction
@@ -92,6 +93,12 @@ struct WgArgs {
   // x[q0 + u - m] and w[.][.][p + m * s]. phases = 1 everywhere else.
   int phases;
   std::int64_t pad;
+  // Depth-to-space (SS kernel only): a ConvTranspose1d of stride d2s > 1 as ONE stride-1
+  // convolution whose output channel co' = co * d2s + p is phase p of channel co (cout_g counts
+  // co'). Its tap m reads w[.][co][p + (taps - 1 - m) * d2s] (zero from d2s_k = K on), and its
+  // output frame f is frame (d2s_q0 + f) * d2s + p - pad of y, which has y_frames. d2s = 1: none.
+  int d2s, d2s_k;
+  std::int64_t d2s_q0, y_frames;
 };
 
 // Offset of reduction row r, column n in a plane of `cols` columns (floats): K-major core
@@ -277,8 +284,13 @@ __global__ void wgmma_split_weights_kernel(WgArgs a, int* nonfinite) {
     const int co = nt * a.cols + n;
     float v = 0.0f;
     if (ci < a.cin_g && co < a.cout_g) {
-      const int k = a.transposed ? ph + (a.taps - 1 - tap) * a.phases : tap;
-      v = a.w[g * a.w_gs + co * a.w_co + ci * a.w_ci + k];
+      if (a.d2s > 1) {
+        const int cw = co / a.d2s, k = co - cw * a.d2s + (a.taps - 1 - tap) * a.d2s;
+        if (k < a.d2s_k) v = a.w[g * a.w_gs + cw * a.w_co + ci * a.w_ci + k];
+      } else {
+        const int k = a.transposed ? ph + (a.taps - 1 - tap) * a.phases : tap;
+        v = a.w[g * a.w_gs + co * a.w_co + ci * a.w_ci + k];
+      }
     }
     std::uint32_t hi, lo;
     ok &= split_tf32(v, hi, lo);
@@ -292,34 +304,49 @@ __global__ void wgmma_split_weights_kernel(WgArgs a, int* nonfinite) {
 
 // The direct fp32 formula for the outputs (channel co0 + col, frame t0 + row), col < cols,
 // row < rows, of batch b, group g, phase ph (start: input frame of output t0, tap 0): PyTorch's
-// NaN/Inf classes, where the split products would turn Inf into NaN.
-template <bool kTransposed, bool kPhased>
+// NaN/Inf classes, where the split products would turn Inf into NaN. kD2s: the channels and
+// frames are those of the depth-to-space convolution (WgArgs::d2s).
+template <bool kTransposed, bool kPhased, bool kD2s = false>
 __device__ void direct_outputs(const WgArgs& a, std::int64_t b, std::int64_t g, int ph,
                                const PhaseView& pv, std::int64_t start, int co0, int cols,
                                std::int64_t t0, int rows, int tid, int nthreads) {
   const float* xg = a.x + b * a.x_bs + g * a.cin_g * a.x_cs;
   const float* wg = a.w + g * a.w_gs;
   const int K = a.taps;
+  const int y_cout_g = kD2s ? a.cout_g / a.d2s : a.cout_g;
   for (int e = tid; e < rows * cols; e += nthreads) {
     const int row = e % rows, col = e / rows;
-    const int co = co0 + col;
+    int co = co0 + col;
     const std::int64_t t = t0 + row;
     if (co >= a.cout_g || t >= pv.frames) continue;
+    std::int64_t out = kPhased ? pv.y0 + t * a.phases : t;
+    if constexpr (kD2s) {
+      ph = co % a.d2s;
+      co /= a.d2s;
+      out = (a.d2s_q0 + t) * a.d2s + ph - a.pad;
+      if (out < 0 || out >= a.y_frames) continue;
+    }
     float s = 0.0f;
     for (int ci = 0; ci < a.cin_g; ++ci) {
       const float* xr = xg + ci * a.x_cs;
       for (int k = 0; k < K; ++k) {
         const std::int64_t pos = start + row * a.stride + k * a.dilation;
         const float xv = (pos >= 0 && pos < a.in_frames) ? __ldg(xr + pos) : 0.0f;
-        const float wv = kTransposed ? __ldg(wg + ci * a.w_ci +
-                                             (kPhased ? co * a.w_co + ph + (K - 1 - k) * a.phases
-                                                      : co * K + (K - 1 - k)))
-                                     : __ldg(wg + co * a.w_co + ci * K + k);
+        float wv;
+        if constexpr (kD2s) {
+          const int kw = ph + (K - 1 - k) * a.d2s;
+          wv = kw < a.d2s_k ? __ldg(wg + ci * a.w_ci + co * a.w_co + kw) : 0.0f;
+        } else {
+          wv = kTransposed ? __ldg(wg + ci * a.w_ci +
+                                   (kPhased ? co * a.w_co + ph + (K - 1 - k) * a.phases
+                                            : co * K + (K - 1 - k)))
+                           : __ldg(wg + co * a.w_co + ci * K + k);
+        }
         s = fmaf(xv, wv, s);
       }
     }
-    if (a.bias != nullptr) s += __ldg(a.bias + g * a.cout_g + co);
-    a.y[b * a.y_bs + (g * a.cout_g + co) * a.y_cs + (kPhased ? pv.y0 + t * a.phases : t)] = s;
+    if (a.bias != nullptr) s += __ldg(a.bias + g * y_cout_g + co);
+    a.y[b * a.y_bs + (g * y_cout_g + co) * a.y_cs + out] = s;
   }
 }
 
@@ -537,7 +564,9 @@ __device__ __forceinline__ bool bar_any128(int id, bool v) {
   return r != 0;
 }
 
-template <bool kTransposed, int kCoTile>
+// kD2s: a strided ConvTranspose1d as one depth-to-space convolution (WgArgs::d2s); a template
+// flag so that the other convolutions' epilogue is untouched.
+template <bool kTransposed, int kCoTile, bool kD2s = false>
 __global__ void __launch_bounds__(kSsThreads, 1)
     conv1d_wgmma_ss_kernel(WgArgs a, const int* weights_nonfinite) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -735,9 +764,28 @@ __global__ void __launch_bounds__(kSsThreads, 1)
     if (bar_any128(kBarConsumer + cw, !ok)) {
       // A NaN/Inf in these outputs or in the weights: the direct formula, whose classes (NaN,
       // +-Inf) are PyTorch's.
-      direct_outputs<kTransposed, false>(a, t.b, t.g, 0, PhaseView{a.in_offset, 0, a.out_frames},
-                                         t.start + wg_t, t.nt * kCoTile + wg_co, 64, t.t0 + wg_t,
-                                         kSsWgFrames, tid, 128);
+      direct_outputs<kTransposed, false, kD2s>(
+          a, t.b, t.g, 0, PhaseView{a.in_offset, 0, a.out_frames}, t.start + wg_t,
+          t.nt * kCoTile + wg_co, 64, t.t0 + wg_t, kSsWgFrames, tid, 128);
+    } else if constexpr (kD2s) {
+      // Row co' = co * s + p is phase p of channel co: frame f goes to (q0 + f) * s + p - pad.
+      // A warp's 8 rows x 8 frames cover whole 32-byte runs of the output rows.
+      const int s = a.d2s, y_cout_g = a.cout_g / s;
+      float* yb = a.y + t.b * a.y_bs + t.g * y_cout_g * a.y_cs;
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int cr = co0 + 8 * h;
+        if (cr >= a.cout_g) continue;
+        const int co = cr / s, p = cr - co * s;
+        float* row = yb + co * a.y_cs;
+        const float bias = a.bias != nullptr ? __ldg(a.bias + t.g * y_cout_g + co) : 0.0f;
+        const std::int64_t o0 = (a.d2s_q0 + tb) * s + p - a.pad;  // output frame of frame tb
+#pragma unroll
+        for (int i = 0; i < 32; ++i) {
+          const std::int64_t o = o0 + ((i >> 1) * 8 + (i & 1)) * s;
+          if (o >= 0 && o < a.y_frames) row[o] = sum[4 * (i >> 1) + 2 * h + (i & 1)] + bias;
+        }
+      }
     } else {
       float* yb = a.y + t.b * a.y_bs + t.g * a.cout_g * a.y_cs;
 #pragma unroll
@@ -842,7 +890,13 @@ bool kernel_loaded() {
                              static_cast<int>(kWgMaxSmem)) != cudaSuccess ||
         cudaFuncSetAttribute(conv1d_wgmma_ss_kernel<kT, 64>,
                              cudaFuncAttributeMaxDynamicSharedMemorySize,
-                             static_cast<int>(kWgMaxSmem)) != cudaSuccess) {
+                             static_cast<int>(kWgMaxSmem)) != cudaSuccess ||
+        (kT && (cudaFuncSetAttribute(conv1d_wgmma_ss_kernel<kT, 128, kT>,
+                                     cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                     static_cast<int>(kWgMaxSmem)) != cudaSuccess ||
+                cudaFuncSetAttribute(conv1d_wgmma_ss_kernel<kT, 64, kT>,
+                                     cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                     static_cast<int>(kWgMaxSmem)) != cudaSuccess))) {
       cudaGetLastError();
       return false;
     }
@@ -917,9 +971,16 @@ void* split_weights(WgArgs& a, int*& flag, cudaStream_t stream, const LaunchShap
   return ws;
 }
 
-template <bool kT>
+// 16-byte input copies and 8-byte output stores where the views' alignment allows them.
+void set_alignment(WgArgs& a) {
+  a.x_vec = reinterpret_cast<std::uintptr_t>(a.x) % 16 == 0 && a.x_cs % 4 == 0 && a.x_bs % 4 == 0;
+  a.y_vec2 = reinterpret_cast<std::uintptr_t>(a.y) % 8 == 0 && a.y_cs % 2 == 0 && a.y_bs % 2 == 0;
+}
+
+template <bool kT, bool kD2s = false>
 void launch_ss(WgArgs a, int co_tile, cudaStream_t stream, const char* name,
                const LaunchShape& shape) {
+  set_alignment(a);
   const SsGeometry geo = ss_geometry(co_tile, a.taps, a.dilation);
   a.cols = co_tile;
   a.ci_chunk = geo.ci_chunk;
@@ -927,17 +988,17 @@ void launch_ss(WgArgs a, int co_tile, cudaStream_t stream, const char* name,
   a.nchunks = (a.cin_g + a.ci_chunk - 1) / a.ci_chunk;
   set_span(a, geo.span);
   const int frames = ss_block_frames(co_tile);
-  a.t_tiles = ((a.out_frames + a.phases - 1) / a.phases + frames - 1) / frames;
+  a.t_tiles = (a.out_frames + frames - 1) / frames;
   a.n_tiles = (a.cout_g + co_tile - 1) / co_tile;
   int* flag = nullptr;
   void* ws = split_weights(a, flag, stream, shape);
   // Persistent blocks, one per multiprocessor (the shared memory of one block is most of it).
-  const std::int64_t items = a.bg_count * a.t_tiles * a.n_tiles * a.phases;
+  const std::int64_t items = a.bg_count * a.t_tiles * a.n_tiles;
   const unsigned grid = grid_dim(items < num_sms() ? items : num_sms(), kMaxGridX);
   if (co_tile == 128) {
-    conv1d_wgmma_ss_kernel<kT, 128><<<grid, kSsThreads, geo.smem, stream>>>(a, flag);
+    conv1d_wgmma_ss_kernel<kT, 128, kD2s><<<grid, kSsThreads, geo.smem, stream>>>(a, flag);
   } else {
-    conv1d_wgmma_ss_kernel<kT, 64><<<grid, kSsThreads, geo.smem, stream>>>(a, flag);
+    conv1d_wgmma_ss_kernel<kT, 64, kD2s><<<grid, kSsThreads, geo.smem, stream>>>(a, flag);
   }
   check_launch(name, shape);
   check_cuda(cudaFreeAsync(ws, stream), "cudaFreeAsync (tensor-core weight planes)");
@@ -947,8 +1008,7 @@ template <bool kT, bool kP>
 void launch(WgArgs a, cudaStream_t stream, const char* name, const LaunchShape& shape) {
   a.transposed = kT;
   const int co_tile = wgmma_ss_tile(a.stride, a.taps, a.dilation, a.cout_g);
-  a.x_vec = reinterpret_cast<std::uintptr_t>(a.x) % 16 == 0 && a.x_cs % 4 == 0 && a.x_bs % 4 == 0;
-  a.y_vec2 = reinterpret_cast<std::uintptr_t>(a.y) % 8 == 0 && a.y_cs % 2 == 0 && a.y_bs % 2 == 0;
+  set_alignment(a);
   if (!kP && co_tile != 0) {
     launch_ss<kT>(a, co_tile, stream, name, shape);
     return;
@@ -994,6 +1054,7 @@ WgArgs common_args(TensorView<const float> x, const float* w, const float* bias,
   a.out_frames = y.frames();
   a.w_gs = std::int64_t{a.cin_g} * a.cout_g * taps;
   a.phases = 1;
+  a.d2s = 1;
   return a;
 }
 
@@ -1069,6 +1130,55 @@ void launch_conv_transpose1d_wgmma(const ConvTranspose1dParams& p, TensorView<co
   } else {
     launch<true, false>(a, stream, name, p);
   }
+}
+
+// ---- depth-to-space: a strided ConvTranspose1d as one stride-1 convolution ---------------------
+//
+// With o + padding = q s + p (0 <= p < s), y[co][o] = sum_ci sum_j x[ci][q - j] w[ci][co][p + j s]
+// over the T = ceil(K / s) taps j with p + j s < K. For every phase p the inputs are the same
+// window x[q - T + 1 .. q], so the s phases are s x out/groups output channels of one stride-1
+// convolution of T taps over q: their tile fills the tensor cores where one phase's few
+// channels would not (STFT-like synthesis: 1 channel x 128 phases), and the input is read once
+// for all phases. The epilogue writes each (channel, phase) row to every s-th output frame
+// (WgArgs::d2s); K need not be a multiple of s (the taps past K are zero weights).
+
+namespace {
+
+std::int64_t d2s_taps(const ConvTranspose1dParams& p) {
+  return (p.kernel_size + p.stride - 1) / p.stride;
+}
+
+}  // namespace
+
+bool conv_transpose1d_d2s_supported(const ConvTranspose1dParams& p) {
+  const std::int64_t taps = d2s_taps(p), rows = p.stride * (p.out_channels / p.groups);
+  if (p.stride < 2 || p.dilation != 1 || taps < 2 || taps > kWgMaxTaps ||
+      p.in_channels / p.groups < 8 || rows < 32 || rows > (1 << 16)) {
+    return false;
+  }
+  return device_is_sm90() && wgmma_ss_tile(1, taps, 1, rows) != 0 && kernel_loaded<true, false>();
+}
+
+void launch_conv_transpose1d_d2s_wgmma(const ConvTranspose1dParams& p, TensorView<const float> x,
+                                       const float* w, const float* bias, TensorView<float> y,
+                                       cudaStream_t stream, const char* name) {
+  const std::int64_t s = p.stride, taps = d2s_taps(p);
+  WgArgs a =
+      common_args(x, w, bias, y, p.batch, p.groups, p.in_channels, p.out_channels * s, taps, 1);
+  const std::int64_t cout_g = p.out_channels / p.groups;
+  a.transposed = true;
+  a.stride = 1;
+  a.d2s = static_cast<int>(s);
+  a.d2s_k = static_cast<int>(p.kernel_size);
+  a.d2s_q0 = p.padding / s;  // the first q with an output at o >= 0
+  a.pad = p.padding;
+  a.y_frames = p.out_frames;
+  a.out_frames = (p.out_frames - 1 + p.padding) / s - a.d2s_q0 + 1;
+  a.in_offset = a.d2s_q0 - (taps - 1);
+  a.w_gs = std::int64_t{a.cin_g} * cout_g * p.kernel_size;
+  a.w_co = p.kernel_size;
+  a.w_ci = cout_g * p.kernel_size;
+  launch_ss<true, true>(a, wgmma_ss_tile(1, taps, 1, a.cout_g), stream, name, p);
 }
 
 }  // namespace convbank::detail::cuda
