@@ -577,6 +577,37 @@ TEST_CASE("cuda: depth-to-space tensor-core ConvTranspose1d against the float64 
   }
 }
 
+// Pointwise (K = 1) layers: on the shared-memory-operand kernel with 32-channel chunks where
+// the left padding is a multiple of 4 (copies start exactly at the tile, no slack frames), on
+// the register-fragment kernel otherwise; aligned and misaligned (strided) views, ragged
+// chunks and tiles, padding that makes the first and last outputs bias-only.
+TEST_CASE("cuda: pointwise tensor-core layers against the float64 oracle") {
+  CUDA_OR_SKIP();
+  namespace cc = convbank::detail::cuda;
+  GridStats ss, rf;
+  std::uint64_t seed = 1618;
+  using C = Conv1dOptions;
+  for (const bool strided : {false, true}) {
+    run_config<Conv1d, C>({.in_channels = 96, .out_channels = 130, .kernel_size = 1}, 2, 1000,
+                          strided, seed++, ss);
+    run_config<Conv1d, C>(
+        {.in_channels = 50, .out_channels = 128, .kernel_size = 1, .padding = 4, .bias = false}, 3,
+        1001, strided, seed++, ss);
+    run_config<Conv1d, C>(
+        {.in_channels = 64, .out_channels = 2 * 100, .kernel_size = 1, .groups = 2}, 2, 1400,
+        strided, seed++, ss);
+    run_config<Conv1d, C>({.in_channels = 96, .out_channels = 128, .kernel_size = 1, .padding = 1},
+                          2, 1000, strided, seed++, rf);
+  }
+  MESSAGE("pointwise: worst ", std::max(ss.worst, rf.worst), "; kernels: ", join(ss.kernels), " | ",
+          join(rf.kernels));
+  CHECK(ss.runs + rf.runs == 8);
+  if (cc::wgmma_available()) {
+    CHECK(ss.kernels == std::set<std::string>{"conv1d_wgmma_ss_3xtf32_128x128"});
+    CHECK(rf.kernels == std::set<std::string>{"conv1d_wgmma_3xtf32_128x64"});
+  }
+}
+
 // ---- full-size workloads, checked on slices against float64 --------------------------------
 
 using convbank::detail::kWorkloads;  // workloads.md, GPU table
@@ -1183,6 +1214,10 @@ void for_each_kernel_family(Run&& run) {
     const ConvTranspose1dOptions o{
         .in_channels = 514, .out_channels = 1, .kernel_size = 512, .stride = 128};
     run(o, 1, 60);
+  }
+  {  // ... pointwise with 32-channel chunks on the shared-memory-operand kernel
+    const Conv1dOptions o{.in_channels = 40, .out_channels = 128, .kernel_size = 1};
+    run(o, 2, 3300);
   }
   {  // pointwise: the GEMM v2 core's 16-byte B copies (aligned rows) and their ragged tail
     const Conv1dOptions o{.in_channels = 40, .out_channels = 72, .kernel_size = 1};

@@ -9,11 +9,13 @@
 //   compute capability 9.0, zeros padding, K <= 8, in/groups >= 8, out/groups >= 32, at least
 //   2^24 multiply-adds; out/groups filling 64-column tiles to 3/4 unless the first kernel below
 //   takes the layer
-//                                  -> stride 1, K >= 2, where its stages fit:
+//                                  -> stride 1, where its stages fit (K = 1: with 32-channel
+//                                     chunks, i.e. 128-row tiles and padding on the left a
+//                                     multiple of 4):
 //                                     conv1d_wgmma_ss_3xtf32_128x128 (out/groups > 64) or
 //                                     _64x256 (both operands in shared memory)
-//                                     otherwise (strided, K = 1): conv1d_wgmma_3xtf32_128x64
-//                                     (activations in registers)
+//                                     otherwise (strided, other K = 1):
+//                                     conv1d_wgmma_3xtf32_128x64 (activations in registers)
 //                                     (tensor cores, 3xTF32; CONVBANK_CUDA_WGMMA=1 wherever it
 //                                     applies, =0 never; CONVBANK_CUDA_WGMMA_SS=0 keeps the
 //                                     register-fragment kernel at stride 1)
@@ -334,14 +336,15 @@ Choice choose(const Conv1dParams& p) {
   if (p.out_frames <= 128 && outputs * cin_g * p.kernel_size <= kTinyConvFmas) {
     return {Family::kDirectFlat, GemmTile::k128x128, "conv1d_direct_flat"};
   }
-  const int ss = wgmma_ss_tile(p.stride, p.kernel_size, p.dilation, cout_g);
+  const int ss = conv1d_ss_tile(p);
   const bool tensor_cores = use_wgmma(outputs * cin_g * p.kernel_size, cout_g, ss != 0);
   if (tensor_cores && conv1d_wgmma_supported(p)) {
     return {Family::kWgmma, GemmTile::k128x128, wgmma_name(WgmmaKind::kConv, ss)};
   }
   if (tensor_cores && s2d_wins(p) && conv1d_s2d_supported(p)) {
-    return {Family::kS2d, GemmTile::k128x128,
-            wgmma_name(WgmmaKind::kS2d, wgmma_ss_tile(1, p.kernel_size / p.stride, 1, cout_g))};
+    return {
+        Family::kS2d, GemmTile::k128x128,
+        wgmma_name(WgmmaKind::kS2d, wgmma_ss_tile(1, p.kernel_size / p.stride, 1, cout_g, true))};
   }
   if (p.kernel_size == 3 && p.stride == 1 && p.dilation == 1 && cin_g >= 16 && cout_g >= 32) {
     return {Family::kWinograd, GemmTile::k128x128, "conv1d_winograd_f43_ffma"};
@@ -374,10 +377,10 @@ Choice choose(const ConvTranspose1dParams& p) {
     if (use_wgmma(p.batch * p.out_channels * p.out_frames * cin_g * taps, rows, true) &&
         conv_transpose1d_d2s_supported(p)) {
       return {Family::kD2s, GemmTile::k128x128,
-              wgmma_name(WgmmaKind::kD2s, wgmma_ss_tile(1, taps, 1, rows))};
+              wgmma_name(WgmmaKind::kD2s, conv_transpose1d_ss_tile(p))};
     }
   }
-  const int ss = p.stride == 1 ? wgmma_ss_tile(1, p.kernel_size, p.dilation, cout_g) : 0;
+  const int ss = p.stride == 1 ? conv_transpose1d_ss_tile(p) : 0;
   if (use_wgmma(fmas, cout_g, p.stride > 1 || ss != 0) && conv_transpose1d_wgmma_supported(p)) {
     return {Family::kWgmma, GemmTile::k128x128,
             wgmma_name(p.stride == 1 ? WgmmaKind::kTransposed : WgmmaKind::kPhase, ss)};

@@ -860,17 +860,31 @@ struct SsGeometry {
   int ci_chunk, span;
   std::size_t smem;
 };
-SsGeometry ss_geometry(int co_tile, int taps, int dilation) {
+// aligned: the input frame of every tile's first output is a multiple of 4 (in_offset % 4 == 0;
+// tiles start at multiples of 128 frames), so copies start exactly there.
+SsGeometry ss_geometry(int co_tile, int taps, int dilation, bool aligned = false) {
   SsGeometry g{};
-  // Input frames a block reads per channel, +3 so that a 16-byte aligned copy can start up to
-  // 3 frames early; a multiple of 4.
-  g.span = (ss_block_frames(co_tile) + (taps - 1) * dilation + 3 + 3) / 4 * 4;
+  // Input frames a block reads per channel, +3 (unless aligned) so that a 16-byte aligned copy
+  // can start up to 3 frames early; a multiple of 4.
+  g.span = (ss_block_frames(co_tile) + (taps - 1) * dilation + (aligned ? 0 : 3) + 3) / 4 * 4;
   for (g.ci_chunk = taps == 1 ? 32 : std::max(8, 64 / taps / 8 * 8);; g.ci_chunk /= 2) {
     const std::size_t rt = static_cast<std::size_t>(taps) * g.ci_chunk;
     const std::size_t b_plane = static_cast<std::size_t>(g.ci_chunk) * g.span;
     g.smem = (kSsStages * (2 * co_tile * rt + 2 * b_plane) + 2 * b_plane) * sizeof(float);
     if (g.smem <= kWgMaxSmem || g.ci_chunk == 8) return g;
   }
+}
+
+// The SS geometry's `aligned` for a convolution whose output 0, tap 0 reads input frame
+// in_offset.
+bool ss_aligned(std::int64_t in_offset) {
+  return in_offset % 4 == 0;
+}
+
+// ConvTranspose1d at stride 1: y[t] = sum_k x[t + padding - d*k] w[k]
+// = sum_k' x[t + padding - d*(K-1) + d*k'] w[K-1-k']: output 0, tap 0 reads this frame.
+std::int64_t transposed_in_offset(const ConvTranspose1dParams& p) {
+  return p.padding - p.dilation * (p.kernel_size - 1);
 }
 
 template <bool kT, bool kP>
@@ -981,7 +995,7 @@ template <bool kT, bool kD2s = false>
 void launch_ss(WgArgs a, int co_tile, cudaStream_t stream, const char* name,
                const LaunchShape& shape) {
   set_alignment(a);
-  const SsGeometry geo = ss_geometry(co_tile, a.taps, a.dilation);
+  const SsGeometry geo = ss_geometry(co_tile, a.taps, a.dilation, ss_aligned(a.in_offset));
   a.cols = co_tile;
   a.ci_chunk = geo.ci_chunk;
   a.rt = a.taps * a.ci_chunk;
@@ -1007,7 +1021,8 @@ void launch_ss(WgArgs a, int co_tile, cudaStream_t stream, const char* name,
 template <bool kT, bool kP>
 void launch(WgArgs a, cudaStream_t stream, const char* name, const LaunchShape& shape) {
   a.transposed = kT;
-  const int co_tile = wgmma_ss_tile(a.stride, a.taps, a.dilation, a.cout_g);
+  const int co_tile =
+      wgmma_ss_tile(a.stride, a.taps, a.dilation, a.cout_g, ss_aligned(a.in_offset));
   set_alignment(a);
   if (!kP && co_tile != 0) {
     launch_ss<kT>(a, co_tile, stream, name, shape);
@@ -1060,22 +1075,25 @@ WgArgs common_args(TensorView<const float> x, const float* w, const float* bias,
 
 }  // namespace
 
-// The SS kernel takes the stride-1 convolutions (after the phase and space-to-depth rewrites)
-// whose planes fit, with more than one tap: at K = 1 its chunk is halved to 16 channels (3
-// stages and the copy buffers must fit), two steps per barrier, and the register-fragment
-// kernel measured faster (tcn_pointwise 0.768 vs 0.882 ms, 2026-11-30).
+// The SS kernel takes the stride-1 convolutions (after the space-to-depth and depth-to-space
+// rewrites) whose planes fit. At K = 1 only where its chunk holds 32 channels (4 steps per
+// barrier), which needs the aligned geometry (no copy slack: span 128): there it measured
+// faster than the register-fragment kernel (tcn_pointwise 0.726 / 0.721 vs 0.766 / 0.756 ms,
+// 256 -> 256 0.722 / 0.719 vs 0.774 / 0.779), with 16 channels slower (0.882 vs 0.768).
 // CONVBANK_CUDA_WGMMA_SS=0 keeps the register-fragment kernel everywhere, and
 // CONVBANK_CUDA_WGMMA_SS_TILE=64|128 forces the SS kernel and its tile, K = 1 included (A/B
 // runs).
 int wgmma_ss_tile(std::int64_t stride, std::int64_t taps, std::int64_t dilation,
-                  std::int64_t cout_g) {
+                  std::int64_t cout_g, bool aligned) {
   static const bool off =
       std::getenv("CONVBANK_CUDA_WGMMA_SS") != nullptr && env_int("CONVBANK_CUDA_WGMMA_SS") == 0;
   static const int forced = env_int("CONVBANK_CUDA_WGMMA_SS_TILE");
   if (off || stride != 1 || taps < 1 || taps > kWgMaxTaps || dilation > 1024) return 0;
-  if (taps == 1 && forced != 64 && forced != 128) return 0;
-  const int tile = forced == 64 || forced == 128 ? forced : cout_g > 64 ? 128 : 64;
-  const SsGeometry g = ss_geometry(tile, static_cast<int>(taps), static_cast<int>(dilation));
+  const bool force = forced == 64 || forced == 128;
+  const int tile = force ? forced : cout_g > 64 ? 128 : 64;
+  const SsGeometry g =
+      ss_geometry(tile, static_cast<int>(taps), static_cast<int>(dilation), aligned);
+  if (taps == 1 && g.ci_chunk < 32 && !force) return 0;
   return g.smem <= kWgMaxSmem && g.span < (1 << 14) ? tile : 0;
 }
 
@@ -1100,6 +1118,11 @@ bool conv_transpose1d_wgmma_supported(const ConvTranspose1dParams& p) {
          (phased ? kernel_loaded<true, true>() : kernel_loaded<true, false>());
 }
 
+int conv1d_ss_tile(const Conv1dParams& p) {
+  return wgmma_ss_tile(p.stride, p.kernel_size, p.dilation, p.out_channels / p.groups,
+                       ss_aligned(-p.pad_left));
+}
+
 void launch_conv1d_wgmma(const Conv1dParams& p, TensorView<const float> x, const float* w,
                          const float* bias, TensorView<float> y, cudaStream_t stream,
                          const char* name) {
@@ -1118,8 +1141,7 @@ void launch_conv_transpose1d_wgmma(const ConvTranspose1dParams& p, TensorView<co
   WgArgs a = common_args(x, w, bias, y, p.batch, p.groups, p.in_channels, p.out_channels,
                          p.kernel_size / p.stride, p.dilation);
   a.stride = 1;
-  // y[t] = sum_k x[t + padding - d*k] w[k] = sum_k' x[t + padding - d*(K-1) + d*k'] w[K-1-k'].
-  a.in_offset = p.padding - p.dilation * (p.kernel_size - 1);
+  a.in_offset = transposed_in_offset(p);
   a.phases = static_cast<int>(p.stride);
   a.pad = p.padding;
   a.w_gs = std::int64_t{a.cin_g} * a.cout_g * p.kernel_size;
@@ -1148,7 +1170,20 @@ std::int64_t d2s_taps(const ConvTranspose1dParams& p) {
   return (p.kernel_size + p.stride - 1) / p.stride;
 }
 
+// Input frame of output q0 = floor(padding / s) (the first with an output at o >= 0), tap 0.
+std::int64_t d2s_in_offset(const ConvTranspose1dParams& p) {
+  return p.padding / p.stride - (d2s_taps(p) - 1);
+}
+
 }  // namespace
+
+int conv_transpose1d_ss_tile(const ConvTranspose1dParams& p) {
+  const std::int64_t cout_g = p.out_channels / p.groups;
+  if (p.stride == 1) {
+    return wgmma_ss_tile(1, p.kernel_size, p.dilation, cout_g, ss_aligned(transposed_in_offset(p)));
+  }
+  return wgmma_ss_tile(1, d2s_taps(p), 1, p.stride * cout_g, ss_aligned(d2s_in_offset(p)));
+}
 
 bool conv_transpose1d_d2s_supported(const ConvTranspose1dParams& p) {
   const std::int64_t taps = d2s_taps(p), rows = p.stride * (p.out_channels / p.groups);
@@ -1156,7 +1191,7 @@ bool conv_transpose1d_d2s_supported(const ConvTranspose1dParams& p) {
       p.in_channels / p.groups < 8 || rows < 32 || rows > (1 << 16)) {
     return false;
   }
-  return device_is_sm90() && wgmma_ss_tile(1, taps, 1, rows) != 0 && kernel_loaded<true, false>();
+  return device_is_sm90() && conv_transpose1d_ss_tile(p) != 0 && kernel_loaded<true, false>();
 }
 
 void launch_conv_transpose1d_d2s_wgmma(const ConvTranspose1dParams& p, TensorView<const float> x,
@@ -1174,11 +1209,11 @@ void launch_conv_transpose1d_d2s_wgmma(const ConvTranspose1dParams& p, TensorVie
   a.pad = p.padding;
   a.y_frames = p.out_frames;
   a.out_frames = (p.out_frames - 1 + p.padding) / s - a.d2s_q0 + 1;
-  a.in_offset = a.d2s_q0 - (taps - 1);
+  a.in_offset = d2s_in_offset(p);
   a.w_gs = std::int64_t{a.cin_g} * cout_g * p.kernel_size;
   a.w_co = p.kernel_size;
   a.w_ci = cout_g * p.kernel_size;
-  launch_ss<true, true>(a, wgmma_ss_tile(1, taps, 1, a.cout_g), stream, name, p);
+  launch_ss<true, true>(a, conv_transpose1d_ss_tile(p), stream, name, p);
 }
 
 }  // namespace convbank::detail::cuda
