@@ -461,6 +461,40 @@ TEST_CASE("grid: depthwise Conv1d with outputs larger than the caches (streamed 
   MESSAGE("large depthwise outputs: worst error " << stats.worst << " for " << stats.worst_config);
 }
 
+TEST_CASE("grid: one-channel encoders (the register-blocked CPU path)") {
+  // One input channel per group, dilation 1, K <= 32, >= 16 outputs per group: on AVX-512 builds
+  // the register-blocked definition (conv_cpu.cpp), elsewhere im2col + GEMM; the oracle and
+  // 1 vs 2 threads (bit for bit) either way. Outputs above 8 MiB (streamed stores), rows not a
+  // multiple of the 4-row tile, frames not a multiple of the 64-frame tile, stride above K,
+  // groups, K = 1 and 32, padding beyond the first block, reflect and circular padding, views.
+  GridStats stats;
+  CHECK(run_config<Conv1d>(conv(1, 512, 16, 8, 0), feed(1, 40003), 1, stats));
+  CHECK(run_config<Conv1d>(conv(1, 70, 5, 3, 2), feed(2, 3001, true), 2, stats));
+  CHECK(run_config<Conv1d>(conv(2, 80, 7, 9, 4, 1, 2), feed(2, 2000), 3, stats));
+  CHECK(run_config<Conv1d>(conv(1, 16, 1, 1, 0, 1, 1, PaddingMode::kZeros, false),
+                           feed(1, 5000, true), 4, stats));
+  CHECK(run_config<Conv1d>(conv(1, 33, 32, 4, 600), feed(2, 2000, true), 5, stats));
+  CHECK(run_config<Conv1d>(conv(1, 64, 12, 6, 3, 1, 1, PaddingMode::kReflect), feed(1, 9000), 6,
+                           stats));
+  CHECK(run_config<Conv1d>(conv(1, 24, 16, 8, 5, 1, 1, PaddingMode::kCircular, false),
+                           feed(1, 700, false, true), 7, stats));
+  CHECK(stats.valid == 7);
+  MESSAGE("one-channel encoders: worst error " << stats.worst << " for " << stats.worst_config);
+
+  // A call longer than the working-set limit runs in pieces, bit-identical to the whole call.
+  struct Reset {
+    ~Reset() { convbank::set_working_set_frames(0); }
+  } reset;
+  std::mt19937_64 rng(17);
+  Conv1d enc(conv(1, 40, 16, 8, 5));
+  enc.set_weight(oracle::to_tensor(oracle::random_array(Shape{40, 1, 16}, rng, 0.25)));
+  enc.set_bias(oracle::to_tensor(oracle::random_array(Shape{1, 1, 40}, rng)));
+  const Tensor x = oracle::to_tensor(oracle::random_array(Shape{2, 1, 30001}, rng));
+  const Tensor whole = enc.forward(x);
+  convbank::set_working_set_frames(5000);
+  CHECK(bit_identical(enc.forward(x), whole));
+}
+
 TEST_CASE("grid: ConvTranspose1d edge configurations") {
   const std::vector<std::pair<ConvTranspose1dOptions, Feed>> cases = {
       // output_padding at its limit: stride - 1, or dilation - 1 with stride 1
