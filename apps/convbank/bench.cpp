@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "commands.hpp"
 #include "convbank/convbank.hpp"
 
@@ -148,32 +150,32 @@ void add_bench(CLI::App& app, std::vector<std::pair<CLI::App*, Runner>>& command
     }
     std::printf("%s, %d threads\n\n", build_info().c_str(), num_threads());
     std::printf("| workload | shape | median ms | min ms | GFLOP/s |\n|---|---|---|---|---|\n");
-    std::string json = "[\n";
+    nlohmann::json records = nlohmann::json::array();
     for (const Workload* w : selected) {
       const Result r = run_workload(*w, opt->batch, opt->repeat);
       std::printf("| %s | %s | %.3f | %.3f | %.1f |\n", r.name.c_str(), r.shape.c_str(),
                   r.median_ms, r.min_ms, r.gflop / (r.median_ms * 1e-3));
       std::fflush(stdout);
       // The layer's arguments too: scripts/bench_cpu.py builds PyTorch's layer from them.
-      char line[1024];
-      std::snprintf(line, sizeof line,
-                    "  {\"workload\": \"%s\", \"op\": \"%s\", \"batch\": %lld, \"in_channels\": "
-                    "%lld, \"out_channels\": %lld, \"frames\": %lld, \"kernel_size\": %lld, "
-                    "\"stride\": %lld, \"padding\": %lld, \"dilation\": %lld, \"groups\": %lld, "
-                    "\"threads\": %d, \"median_ms\": %.6f, \"min_ms\": %.6f, \"gflop\": %.6f}",
-                    r.name.c_str(), w->transpose ? "ConvTranspose1d" : "Conv1d",
-                    static_cast<long long>(opt->batch), static_cast<long long>(w->in_channels),
-                    static_cast<long long>(w->out_channels), static_cast<long long>(w->frames),
-                    static_cast<long long>(w->kernel_size), static_cast<long long>(w->stride),
-                    static_cast<long long>(w->padding), static_cast<long long>(w->dilation),
-                    static_cast<long long>(w->groups), num_threads(), r.median_ms, r.min_ms,
-                    r.gflop);
-      json += std::string(json.size() > 2 ? ",\n" : "") + line;
+      records.push_back({{"workload", r.name},
+                         {"op", w->transpose ? "ConvTranspose1d" : "Conv1d"},
+                         {"batch", opt->batch},
+                         {"in_channels", w->in_channels},
+                         {"out_channels", w->out_channels},
+                         {"frames", w->frames},
+                         {"kernel_size", w->kernel_size},
+                         {"stride", w->stride},
+                         {"padding", w->padding},
+                         {"dilation", w->dilation},
+                         {"groups", w->groups},
+                         {"threads", num_threads()},
+                         {"median_ms", r.median_ms},
+                         {"min_ms", r.min_ms},
+                         {"gflop", r.gflop}});
     }
-    json += "\n]\n";
     if (!opt->json.empty()) {
       std::ofstream out(opt->json);
-      out << json;
+      out << records.dump(2) << "\n";
       if (!out) throw Error("bench: cannot write --json file '" + opt->json + "'");
     }
     return 0;

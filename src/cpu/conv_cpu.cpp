@@ -296,7 +296,8 @@ void conv1d_gemm(const Conv1dParams& p, TensorView<const float> x, std::int64_t 
 // its stride phases, x_r[q] = x[q * stride + r - pad], so tap k = a * stride + r reads x_r at
 // q + a with unit stride: a 4 channels x 64 frames tile is 16 FMAs per 4 loads and 4
 // broadcasts. Each output sums bias, then its taps in order, whatever the blocking and the
-// thread count. enc_tasnet, two threads: 2.6-2.8 vs 4.7-5.7 ms (docs/performance.md).
+// thread count. enc_tasnet, two threads: 2.6-3.5 vs 5.7-6.8 ms, interleaved runs of both
+// builds (docs/performance.md).
 #if defined(__AVX512F__)
 constexpr bool kHaveEncoder = true;
 #else
