@@ -86,6 +86,12 @@ struct WgArgs {
                                       // = __umulhi(i, span_div) for the indices used here
   bool x_vec;                         // input rows 16-byte aligned: 16-byte copies
   bool y_vec2;                        // output rows 8-byte aligned: 8-byte stores of two frames
+  // SS kernel: the copied input's row pitch and ceil(2^32 / (raw_pitch / 4)). Without x_vec
+  // (rows of odd length start anywhere) each row is copied in 16-byte pieces from the aligned
+  // address at or below its first frame, e frames early (e < 4, per row), and read e frames on:
+  // raw_pitch = span + 4 (span with x_vec).
+  int raw_pitch;
+  std::uint32_t raw_quads_div;
   std::int64_t t_tiles;
   int n_tiles;
   // ConvTranspose1d at stride s > 1 runs as s phase convolutions (phases = s, dilation 1,
@@ -260,6 +266,41 @@ __device__ __forceinline__ void copy_slab(const WgArgs& a, float* dst, int pitch
       const std::int64_t pos = slab0 + j;
       const bool in = r < rows && pos >= 0 && pos < a.in_frames;
       cp_async4(smem_addr(dst + r * pitch + j), in ? xc + r * a.x_cs + pos : a.x, in);
+    }
+  }
+}
+
+// Input frame e (< 4) of a row whose frame slab0 is at p: the row's copy starts at the 16-byte
+// aligned address at or below p.
+__device__ __forceinline__ int row_lead(const float* p) {
+  return static_cast<int>((reinterpret_cast<std::uintptr_t>(p) >> 2) & 3);
+}
+
+// The SS kernel's copy: input rows 0 .. rows - 1 of a channel chunk (xc: its first row) at
+// frames slab0 - e .. slab0 - e + a.raw_pitch - 1 (e = row_lead of the row's frame slab0) into
+// dst[r * a.raw_pitch + j], in 16-byte pieces whatever the rows' alignment; positions outside
+// the input and rows rows .. a.ci_chunk - 1 read as zeros.
+__device__ __forceinline__ void copy_slab_rows(const WgArgs& a, float* dst, const float* xc,
+                                               int rows, std::int64_t slab0, int tid,
+                                               int nthreads) {
+  const int quads = a.raw_pitch >> 2;
+  for (int i = tid; i < a.ci_chunk * quads; i += nthreads) {
+    const int r = static_cast<int>(__umulhi(i, a.raw_quads_div)), j = i - r * quads;
+    float* d = dst + r * a.raw_pitch + 4 * j;
+    if (r >= rows) {
+      cp_async16(smem_addr(d), a.x, false);
+      continue;
+    }
+    const float* row = xc + r * a.x_cs;
+    const std::int64_t pos = slab0 - row_lead(row + slab0) + 4 * j;
+    if (pos >= 0 && pos + 4 <= a.in_frames) {
+      cp_async16(smem_addr(d), row + pos, true);
+    } else {
+#pragma unroll
+      for (int u = 0; u < 4; ++u) {
+        const bool in = pos + u >= 0 && pos + u < a.in_frames;
+        cp_async4(smem_addr(d + u), in ? row + pos + u : a.x, in);
+      }
     }
   }
 }
@@ -575,7 +616,8 @@ __global__ void __launch_bounds__(kSsThreads, 1)
   const int a_stage = 2 * kCoTile * a.rt;       // floats: [big, small][kCoTile x rt]
   const int b_plane = a.ci_chunk * a.span;      // floats: [ci_chunk / 4][span][4]
   const int stage = a_stage + 2 * b_plane;      // weights, then the input's big and small planes
-  float* const raw = smem + kSsStages * stage;  // [2][ci_chunk][span], the copied input
+  float* const raw = smem + kSsStages * stage;  // [2][ci_chunk][raw_pitch], the copied input
+  const int raw_plane = a.ci_chunk * a.raw_pitch;
   const int wg = threadIdx.x >> 7, tid = threadIdx.x & 127;
   const std::int64_t tiles = a.t_tiles * a.n_tiles;
   const std::int64_t items = a.bg_count * tiles;
@@ -599,6 +641,7 @@ __global__ void __launch_bounds__(kSsThreads, 1)
     t.nt = static_cast<int>(rest % a.n_tiles);
     t.t0 = rest / a.n_tiles * kFrames;
     t.start = a.in_offset + t.t0;
+    // Without x_vec the copy aligns each row itself (copy_slab_rows).
     t.slab0 = a.x_vec ? (t.start & ~std::int64_t{3}) : t.start;
     t.shift = static_cast<int>(t.start - t.slab0);
     return t;
@@ -615,11 +658,17 @@ __global__ void __launch_bounds__(kSsThreads, 1)
     Tile t = tile_at(item);
     int c = 0;
     const float* wsrc = nullptr;
+    auto chunk_x = [&](const Tile& tt, int cc) {
+      return a.x + tt.b * a.x_bs + (tt.g * a.cin_g + cc * a.ci_chunk) * a.x_cs;
+    };
     auto copy_input = [&](const Tile& tt, int cc, int slot) {
-      const int ci0 = cc * a.ci_chunk;
-      copy_slab(a, raw + slot * b_plane, a.span,
-                a.x + tt.b * a.x_bs + (tt.g * a.cin_g + ci0) * a.x_cs,
-                min(a.ci_chunk, a.cin_g - ci0), tt.slab0, tid, 128);
+      const int rows = min(a.ci_chunk, a.cin_g - cc * a.ci_chunk);
+      if (a.x_vec) {
+        copy_slab(a, raw + slot * raw_plane, a.raw_pitch, chunk_x(tt, cc), rows, tt.slab0, tid,
+                  128);
+      } else {
+        copy_slab_rows(a, raw + slot * raw_plane, chunk_x(tt, cc), rows, tt.slab0, tid, 128);
+      }
     };
     copy_input(t, 0, 0);
     cp_async_commit();
@@ -646,16 +695,31 @@ __global__ void __launch_bounds__(kSsThreads, 1)
       cp_async_commit();
       cp_async_wait<1>();  // this job's weights and input have landed (this thread's copies)
       bar_sync(kBarProducer, 128);
-      const float* r = raw + (j & 1) * b_plane;
+      const float* r = raw + (j & 1) * raw_plane;
       uint4* big = reinterpret_cast<uint4*>(st + a_stage);
       uint4* small = big + b_plane / 4;
-      for (int i = tid; i < b_plane / 4; i += 128) {
-        const int grp = static_cast<int>(__umulhi(i, a.span_div)), f = i - grp * a.span;
-        std::uint32_t hi[4], lo[4];
+      // Row i's copy starts lead0 + i * lead_step (mod 4) frames early (0 with x_vec): lead0 for
+      // every row where the row stride is a multiple of 4 frames, kept free of the per-row term.
+      const int lead0 = a.x_vec ? 0 : row_lead(chunk_x(t, c) + t.slab0);
+      const int lead_step = a.x_vec ? 0 : static_cast<int>(a.x_cs & 3);
+      auto split = [&](auto per_row) {
+        for (int i = tid; i < b_plane / 4; i += 128) {
+          const int grp = static_cast<int>(__umulhi(i, a.span_div)), f = i - grp * a.span;
+          std::uint32_t hi[4], lo[4];
 #pragma unroll
-        for (int u = 0; u < 4; ++u) split_tf32(r[(4 * grp + u) * a.span + f], hi[u], lo[u]);
-        big[i] = make_uint4(hi[0], hi[1], hi[2], hi[3]);
-        small[i] = make_uint4(lo[0], lo[1], lo[2], lo[3]);
+          for (int u = 0; u < 4; ++u) {
+            const int row = 4 * grp + u;
+            const int lead = decltype(per_row)::value ? (lead0 + row * lead_step) & 3 : lead0;
+            split_tf32(r[row * a.raw_pitch + f + lead], hi[u], lo[u]);
+          }
+          big[i] = make_uint4(hi[0], hi[1], hi[2], hi[3]);
+          small[i] = make_uint4(lo[0], lo[1], lo[2], lo[3]);
+        }
+      };
+      if (lead_step == 0) {
+        split(std::false_type{});
+      } else {
+        split(std::true_type{});
       }
       fence_proxy_async();
       bar_arrive(kBarFull + s, kSsThreads);
@@ -861,7 +925,8 @@ struct SsGeometry {
   std::size_t smem;
 };
 // aligned: the input frame of every tile's first output is a multiple of 4 (in_offset % 4 == 0;
-// tiles start at multiples of 128 frames), so copies start exactly there.
+// tiles start at multiples of 128 frames), so 16-byte copies of aligned rows start exactly
+// there. The shared memory allows for both copies (WgArgs::raw_pitch).
 SsGeometry ss_geometry(int co_tile, int taps, int dilation, bool aligned = false) {
   SsGeometry g{};
   // Input frames a block reads per channel, +3 (unless aligned) so that a 16-byte aligned copy
@@ -870,7 +935,8 @@ SsGeometry ss_geometry(int co_tile, int taps, int dilation, bool aligned = false
   for (g.ci_chunk = taps == 1 ? 32 : std::max(8, 64 / taps / 8 * 8);; g.ci_chunk /= 2) {
     const std::size_t rt = static_cast<std::size_t>(taps) * g.ci_chunk;
     const std::size_t b_plane = static_cast<std::size_t>(g.ci_chunk) * g.span;
-    g.smem = (kSsStages * (2 * co_tile * rt + 2 * b_plane) + 2 * b_plane) * sizeof(float);
+    const std::size_t raw_plane = static_cast<std::size_t>(g.ci_chunk) * (g.span + 4);
+    g.smem = (kSsStages * (2 * co_tile * rt + 2 * b_plane) + 2 * raw_plane) * sizeof(float);
     if (g.smem <= kWgMaxSmem || g.ci_chunk == 8) return g;
   }
 }
@@ -985,7 +1051,8 @@ void* split_weights(WgArgs& a, int*& flag, cudaStream_t stream, const LaunchShap
   return ws;
 }
 
-// 16-byte input copies and 8-byte output stores where the views' alignment allows them.
+// 16-byte copies of whole input rows and 8-byte output stores where the views' alignment
+// allows them (without x_vec the SS kernel aligns each row's copy: WgArgs::raw_pitch).
 void set_alignment(WgArgs& a) {
   a.x_vec = reinterpret_cast<std::uintptr_t>(a.x) % 16 == 0 && a.x_cs % 4 == 0 && a.x_bs % 4 == 0;
   a.y_vec2 = reinterpret_cast<std::uintptr_t>(a.y) % 8 == 0 && a.y_cs % 2 == 0 && a.y_bs % 2 == 0;
@@ -1001,6 +1068,9 @@ void launch_ss(WgArgs a, int co_tile, cudaStream_t stream, const char* name,
   a.rt = a.taps * a.ci_chunk;
   a.nchunks = (a.cin_g + a.ci_chunk - 1) / a.ci_chunk;
   set_span(a, geo.span);
+  a.raw_pitch = a.x_vec ? geo.span : geo.span + 4;
+  a.raw_quads_div = static_cast<std::uint32_t>(((std::uint64_t{1} << 32) + a.raw_pitch / 4 - 1) /
+                                               (a.raw_pitch / 4));
   const int frames = ss_block_frames(co_tile);
   a.t_tiles = (a.out_frames + frames - 1) / frames;
   a.n_tiles = (a.cout_g + co_tile - 1) / co_tile;
