@@ -271,6 +271,30 @@ TEST_CASE("app: bench --json records each workload's layer arguments and time") 
   CHECK(bad.err.find("seedC") != std::string::npos);
 }
 
+TEST_CASE("app: bench-stream --json records one row per chunk and batch") {
+  // scripts/bench_stream.py reads these rows.
+  if (!have_app()) return;
+  TempDir dir("bench_stream");
+  const std::string path = dir.file("stream.json");
+  const Run run = run_app(
+      {"bench-stream", "--chunks", "64", "300", "--batches", "2", "--count", "40", "--json", path});
+  REQUIRE_MESSAGE(run.exit_code == 0, run.err);
+  const nlohmann::json j = nlohmann::json::parse(read_text(path));
+  REQUIRE(j.size() == 2);
+  CHECK(j[0]["chunk"] == 64);
+  CHECK(j[1]["chunk"] == 300);
+  for (const auto& r : j) {
+    CHECK(r["device"] == "cpu");
+    CHECK(r["batch"] == 2);
+    CHECK(r["count"] == 40);
+    const double p50 = r["p50_us"], p99 = r["p99_us"], max = r["max_us"], mean = r["mean_us"];
+    CHECK(p50 > 0.0);
+    CHECK(p50 <= p99);
+    CHECK(p99 <= max);
+    CHECK(mean <= max);
+  }
+}
+
 TEST_CASE("app: failures print one error line and leave no output or temporary file") {
   if (!have_app()) return;
   Fixture f;

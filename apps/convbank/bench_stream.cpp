@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "commands.hpp"
 #include "convbank/convbank.hpp"
 
@@ -117,16 +119,18 @@ int run_bench_stream(const StreamBenchArgs& a) {
   if (!a.json.empty()) {
     std::ofstream out(a.json);
     if (!out) throw Error("--json '" + a.json + "': cannot open for writing");
-    out << "[\n";
-    for (std::size_t i = 0; i < rows.size(); ++i) {
-      const Row& r = rows[i];
-      out << "  {\"device\": \"" << a.device << "\", \"chunk\": " << r.chunk
-          << ", \"batch\": " << r.batch << ", \"count\": " << r.count
-          << ", \"p50_us\": " << r.p50_us << ", \"p99_us\": " << r.p99_us
-          << ", \"max_us\": " << r.max_us << ", \"mean_us\": " << r.mean_us << "}"
-          << (i + 1 < rows.size() ? ",\n" : "\n");
+    nlohmann::json records = nlohmann::json::array();
+    for (const Row& r : rows) {
+      records.push_back({{"device", a.device},
+                         {"chunk", r.chunk},
+                         {"batch", r.batch},
+                         {"count", r.count},
+                         {"p50_us", r.p50_us},
+                         {"p99_us", r.p99_us},
+                         {"max_us", r.max_us},
+                         {"mean_us", r.mean_us}});
     }
-    out << "]\n";
+    out << records.dump(2) << "\n";
   }
   return 0;
 }

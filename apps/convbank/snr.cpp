@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "commands.hpp"
 #include "convbank/convbank.hpp"
 
@@ -25,32 +27,6 @@ struct SnrResult {
   double snr_db = 0;
   std::int64_t frames = 0;  // frames per channel that were compared
 };
-
-std::string json_string(const std::string& s) {
-  std::string out = "\"";
-  for (const char c : s) {
-    const auto u = static_cast<unsigned char>(c);
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (u < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", u);
-      out += buf;
-    } else {
-      out += c;
-    }
-  }
-  return out + "\"";
-}
-
-// JSON has no infinities: identical files (SNR +inf) and a silent reference (-inf) give null.
-std::string json_number(double v) {
-  if (!std::isfinite(v)) return "null";
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.6f", v);
-  return buf;
-}
 
 // Samples are compared by position, so a file of another rate or channel layout would give a
 // meaningless number rather than a low one: refuse it up front, before any output is printed.
@@ -164,17 +140,17 @@ void add_snr(CLI::App& app, std::vector<std::pair<CLI::App*, Runner>>& commands)
       }
     }
     if (opt->json) {
-      std::string text = "{\"reference\": " + json_string(opt->reference) +
-                         ", \"sample_rate\": " + std::to_string(ref_info.sample_rate) +
-                         ", \"channels\": " + std::to_string(ref_info.channels) +
-                         ", \"skip_seconds\": " + json_number(opt->skip_seconds) +
-                         ", \"results\": [";
-      for (std::size_t i = 0; i < results.size(); ++i) {
-        text += std::string(i ? ", " : "") + "{\"file\": " + json_string(results[i].path) +
-                ", \"snr_db\": " + json_number(results[i].snr_db) +
-                ", \"frames\": " + std::to_string(results[i].frames) + "}";
+      // JSON has no infinities: identical files (SNR +inf) and a silent reference (-inf) give
+      // null, which is what nlohmann::json writes for them.
+      nlohmann::json j = {{"reference", opt->reference},
+                          {"sample_rate", ref_info.sample_rate},
+                          {"channels", ref_info.channels},
+                          {"skip_seconds", opt->skip_seconds},
+                          {"results", nlohmann::json::array()}};
+      for (const SnrResult& r : results) {
+        j["results"].push_back({{"file", r.path}, {"snr_db", r.snr_db}, {"frames", r.frames}});
       }
-      std::printf("%s]}\n", text.c_str());
+      std::printf("%s\n", j.dump().c_str());
     }
     return 0;
   });
