@@ -271,6 +271,48 @@ TEST_CASE("app: bench --json records each workload's layer arguments and time") 
   CHECK(bad.err.find("seedC") != std::string::npos);
 }
 
+TEST_CASE("app: bench --op/--shape times one shape of the user's") {
+  if (!have_app()) return;
+  TempDir dir("bench_shape");
+  const std::string path = dir.file("bench.json");
+  const Run run = run_app({"bench", "--op", "conv-transpose1d", "--shape", "2,16,8,301,5,3,1,2,4",
+                           "--repeat", "1", "--threads", "1", "--json", path});
+  REQUIRE_MESSAGE(run.exit_code == 0, run.err);
+  const nlohmann::json j = nlohmann::json::parse(read_text(path));
+  REQUIRE(j.size() == 1);
+  CHECK(j[0]["workload"] == "custom");
+  CHECK(j[0]["op"] == "ConvTranspose1d");
+  CHECK(j[0]["batch"] == 2);
+  CHECK(j[0]["in_channels"] == 16);
+  CHECK(j[0]["out_channels"] == 8);
+  CHECK(j[0]["frames"] == 301);
+  CHECK(j[0]["kernel_size"] == 5);
+  CHECK(j[0]["stride"] == 3);
+  CHECK(j[0]["padding"] == 1);
+  CHECK(j[0]["dilation"] == 2);
+  CHECK(j[0]["groups"] == 4);
+  CHECK(j[0]["median_ms"].get<double>() > 0.0);
+  // Each bad shape fails before any timing, naming the value and the rule.
+  const std::vector<std::pair<std::vector<std::string>, std::string>> bad = {
+      {{"--op", "conv1d", "--shape", "1,64,128"}, "has 3 values; it wants 9"},
+      {{"--op", "conv1d", "--shape", "1,64,128,1x,3,1,0,1,1"}, "'1x' is not an integer"},
+      {{"--op", "conv1d", "--shape", "1,64,128,100,3,0,0,1,1"}, "stride must be >= 1, got 0"},
+      {{"--op", "conv1d", "--shape", "1,64,128,2,5,1,0,1,1"}, "shorter than the dilated kernel"},
+      {{"--op", "conv1d", "--shape", "0,64,128,100,3,1,0,1,1"}, "N and L must be >= 1"},
+      {{"--shape", "1,64,128,100,3,1,0,1,1"}, "--shape requires --op"},
+      {{"--op", "conv2d", "--shape", "1,64,128,100,3,1,0,1,1"}, "conv2d"},
+  };
+  for (const auto& [args, message] : bad) {
+    std::vector<std::string> argv = {"bench"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    const Run r = run_app(argv);
+    CAPTURE(message);
+    CHECK(r.exit_code != 0);
+    CHECK(r.err.find(message) != std::string::npos);
+    CHECK(r.out.find("| workload |") == std::string::npos);
+  }
+}
+
 TEST_CASE("app: bench-stream --json records one row per chunk and batch") {
   // scripts/bench_stream.py reads these rows.
   if (!have_app()) return;

@@ -26,7 +26,7 @@ struct Workload {
       groups;
 };
 
-// The GPU table of shared/workloads.md; the CPU table runs the same shapes at batch 1.
+// The GPU table of shared/workloads.md; the CPU table runs the same shapes at batch 1 (--batch).
 constexpr Workload kWorkloads[] = {
     {"seedA", false, 32, 64, 128, 131072, 3, 1, 0, 1, 1},
     {"seedB", true, 64, 128, 128, 65536, 3, 1, 0, 1, 1},
@@ -38,6 +38,35 @@ constexpr Workload kWorkloads[] = {
     {"tcn_pointwise", false, 16, 512, 128, 16384, 1, 1, 0, 1, 1},
     {"up2x", true, 8, 64, 32, 65536, 4, 2, 1, 1, 1},
 };
+
+// --shape N,Cin,Cout,L,K,stride,padding,dilation,groups of --op conv1d|conv-transpose1d.
+Workload parse_shape(const std::string& op, const std::string& shape) {
+  std::vector<std::int64_t> v;
+  for (std::size_t begin = 0; begin <= shape.size();) {
+    const std::size_t end = std::min(shape.find(',', begin), shape.size());
+    const std::string item = shape.substr(begin, end - begin);
+    std::size_t used = 0;
+    long long value = 0;
+    try {
+      value = std::stoll(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (item.empty() || used != item.size()) {
+      throw Error("bench: --shape '" + shape + "': '" + item + "' is not an integer");
+    }
+    v.push_back(value);
+    begin = end + 1;
+  }
+  if (v.size() != 9) {
+    throw Error("bench: --shape '" + shape + "' has " + std::to_string(v.size()) +
+                " values; it wants 9: N,Cin,Cout,L,K,stride,padding,dilation,groups");
+  }
+  if (v[0] < 1 || v[3] < 1) {
+    throw Error("bench: --shape '" + shape + "': N and L must be >= 1");
+  }
+  return {"custom", op == "conv-transpose1d", v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8]};
+}
 
 void fill_random(Tensor& t, std::uint64_t seed) {
   std::mt19937_64 rng(seed);
@@ -55,7 +84,8 @@ struct Result {
 };
 
 template <class Layer>
-Result time_layer(const Workload& w, std::int64_t batch, int repeat, Layer& layer) {
+Result time_layer(const Workload& w, int repeat, Layer& layer) {
+  const std::int64_t batch = w.batch;
   Tensor x(Shape{batch, w.in_channels, w.frames});
   fill_random(x, 1);
   Tensor y(layer.output_shape(x.shape()));
@@ -84,7 +114,10 @@ Result time_layer(const Workload& w, std::int64_t batch, int repeat, Layer& laye
   return r;
 }
 
-Result run_workload(const Workload& w, std::int64_t batch, int repeat) {
+// Calls f with the workload's layer (Conv1d or ConvTranspose1d); the constructor checks the
+// arguments.
+template <class F>
+auto with_layer(const Workload& w, F&& f) {
   if (w.transpose) {
     ConvTranspose1d layer({.in_channels = w.in_channels,
                            .out_channels = w.out_channels,
@@ -93,10 +126,7 @@ Result run_workload(const Workload& w, std::int64_t batch, int repeat) {
                            .padding = w.padding,
                            .groups = w.groups,
                            .dilation = w.dilation});
-    Tensor weight(layer.weight().shape());
-    fill_random(weight, 2);
-    layer.set_weight(weight);
-    return time_layer(w, batch, repeat, layer);
+    return f(layer);
   }
   Conv1d layer({.in_channels = w.in_channels,
                 .out_channels = w.out_channels,
@@ -105,10 +135,16 @@ Result run_workload(const Workload& w, std::int64_t batch, int repeat) {
                 .padding = w.padding,
                 .dilation = w.dilation,
                 .groups = w.groups});
-  Tensor weight(layer.weight().shape());
-  fill_random(weight, 2);
-  layer.set_weight(weight);
-  return time_layer(w, batch, repeat, layer);
+  return f(layer);
+}
+
+Result run_workload(const Workload& w, int repeat) {
+  return with_layer(w, [&](auto& layer) {
+    Tensor weight(layer.weight().shape());
+    fill_random(weight, 2);
+    layer.set_weight(weight);
+    return time_layer(w, repeat, layer);
+  });
 }
 
 }  // namespace
@@ -120,15 +156,26 @@ void add_bench(CLI::App& app, std::vector<std::pair<CLI::App*, Runner>>& command
     int repeat = 10;
     int threads = 0;
     std::string json;
+    std::string op, shape;
   };
   auto opt = std::make_shared<Options>();
   CLI::App* sub = app.add_subcommand(
-      "bench", "Time the CPU backend on the workloads of shared/workloads.md (median of runs)");
+      "bench",
+      "Time the CPU backend on the workloads of shared/workloads.md, or on one --shape "
+      "(median of runs)");
   sub->add_option("--workload", opt->workloads,
                   "Workload name(s): seedA seedB enc_tasnet dec_tasnet enc_stft512 dec_stft512 "
                   "tcn_depthwise tcn_pointwise up2x (default: all)");
-  sub->add_option("--batch", opt->batch, "Batch size (default 1, as the CPU table)")
-      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 20));
+  CLI::Option* batch = sub->add_option("--batch", opt->batch,
+                                       "Batch size of the workloads (default 1, as the CPU table)")
+                           ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 20));
+  CLI::Option* op = sub->add_option("--op", opt->op, "With --shape: the layer to time")
+                        ->check(CLI::IsMember({"conv1d", "conv-transpose1d"}));
+  CLI::Option* shape = sub->add_option("--shape", opt->shape,
+                                       "Time this shape (also): N,Cin,Cout,L,K,stride,padding,"
+                                       "dilation,groups, N the batch; needs --op");
+  op->needs(shape);
+  shape->needs(op)->excludes(batch);
   sub->add_option("--repeat", opt->repeat, "Timed runs per workload after one warm-up (default 10)")
       ->check(CLI::Range(1, 100000));
   sub->add_option("--threads", opt->threads, "CPU threads (default 0: one per hardware thread)")
@@ -136,38 +183,50 @@ void add_bench(CLI::App& app, std::vector<std::pair<CLI::App*, Runner>>& command
   sub->add_option("--json", opt->json, "Also write the results as JSON to this file");
   commands.emplace_back(sub, [opt]() {
     set_num_threads(opt->threads);
-    std::vector<const Workload*> selected;
-    for (const Workload& w : kWorkloads) {
-      if (opt->workloads.empty() ||
-          std::find(opt->workloads.begin(), opt->workloads.end(), w.name) != opt->workloads.end()) {
-        selected.push_back(&w);
-      }
-    }
     for (const std::string& name : opt->workloads) {
       const bool known = std::any_of(std::begin(kWorkloads), std::end(kWorkloads),
                                      [&](const Workload& w) { return name == w.name; });
       if (!known) throw Error("bench: unknown --workload '" + name + "'");
     }
+    // The named workloads at --batch, and the --shape; all workloads when neither is given.
+    std::vector<Workload> selected;
+    for (const Workload& w : kWorkloads) {
+      const bool named =
+          std::find(opt->workloads.begin(), opt->workloads.end(), w.name) != opt->workloads.end();
+      if (named || (opt->workloads.empty() && opt->shape.empty())) {
+        selected.push_back(w);
+        selected.back().batch = opt->batch;
+      }
+    }
+    if (!opt->shape.empty()) {
+      const Workload w = parse_shape(opt->op, opt->shape);
+      // Bad arguments (stride 0, an input shorter than the kernel, ...) fail here, before the
+      // table starts.
+      with_layer(w, [&](auto& layer) {
+        return layer.output_shape(Shape{w.batch, w.in_channels, w.frames});
+      });
+      selected.push_back(w);
+    }
     std::printf("%s, %d threads\n\n", build_info().c_str(), num_threads());
     std::printf("| workload | shape | median ms | min ms | GFLOP/s |\n|---|---|---|---|---|\n");
     nlohmann::json records = nlohmann::json::array();
-    for (const Workload* w : selected) {
-      const Result r = run_workload(*w, opt->batch, opt->repeat);
+    for (const Workload& w : selected) {
+      const Result r = run_workload(w, opt->repeat);
       std::printf("| %s | %s | %.3f | %.3f | %.1f |\n", r.name.c_str(), r.shape.c_str(),
                   r.median_ms, r.min_ms, r.gflop / (r.median_ms * 1e-3));
       std::fflush(stdout);
       // The layer's arguments too: scripts/bench_cpu.py builds PyTorch's layer from them.
       records.push_back({{"workload", r.name},
-                         {"op", w->transpose ? "ConvTranspose1d" : "Conv1d"},
-                         {"batch", opt->batch},
-                         {"in_channels", w->in_channels},
-                         {"out_channels", w->out_channels},
-                         {"frames", w->frames},
-                         {"kernel_size", w->kernel_size},
-                         {"stride", w->stride},
-                         {"padding", w->padding},
-                         {"dilation", w->dilation},
-                         {"groups", w->groups},
+                         {"op", w.transpose ? "ConvTranspose1d" : "Conv1d"},
+                         {"batch", w.batch},
+                         {"in_channels", w.in_channels},
+                         {"out_channels", w.out_channels},
+                         {"frames", w.frames},
+                         {"kernel_size", w.kernel_size},
+                         {"stride", w.stride},
+                         {"padding", w.padding},
+                         {"dilation", w.dilation},
+                         {"groups", w.groups},
                          {"threads", num_threads()},
                          {"median_ms", r.median_ms},
                          {"min_ms", r.min_ms},
