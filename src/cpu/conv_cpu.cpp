@@ -394,7 +394,8 @@ void conv1d_encoder(const Conv1dParams& p, TensorView<const float> x, std::int64
     if (streaming) fence_streaming_stores();
   });
 #else
-  (void)p, (void)x, (void)pad_left, (void)weight, (void)bias, (void)out, (void)whole_frames;
+  // Not chosen without AVX-512 (use_encoder); should it be, the GEMM path computes the layer.
+  conv1d_gemm(p, x, pad_left, weight, bias, out, whole_frames);
 #endif
 }
 
