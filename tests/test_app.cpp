@@ -294,11 +294,11 @@ TEST_CASE("app: bench --op/--shape times one shape of the user's") {
   CHECK(j[0]["median_ms"].get<double>() > 0.0);
   // Each bad shape fails before any timing, naming the value and the rule.
   const std::vector<std::pair<std::vector<std::string>, std::string>> bad = {
-      {{"--op", "conv1d", "--shape", "1,64,128"}, "has 3 values; it wants 9"},
-      {{"--op", "conv1d", "--shape", "1,64,128,1x,3,1,0,1,1"}, "'1x' is not an integer"},
+      {{"--op", "conv1d", "--shape", "1,64,128"}, "--shape: At least 9 required but received 3"},
+      {{"--op", "conv1d", "--shape", "1,64,128,1x,3,1,0,1,1"}, "Could not convert: --shape"},
       {{"--op", "conv1d", "--shape", "1,64,128,100,3,0,0,1,1"}, "stride must be >= 1, got 0"},
       {{"--op", "conv1d", "--shape", "1,64,128,2,5,1,0,1,1"}, "shorter than the dilated kernel"},
-      {{"--op", "conv1d", "--shape", "0,64,128,100,3,1,0,1,1"}, "N and L must be >= 1"},
+      {{"--op", "conv1d", "--shape", "0,64,128,100,3,1,0,1,1"}, "N (0) and L (100) must be >= 1"},
       {{"--shape", "1,64,128,100,3,1,0,1,1"}, "--shape requires --op"},
       {{"--op", "conv2d", "--shape", "1,64,128,100,3,1,0,1,1"}, "conv2d"},
   };

@@ -39,31 +39,12 @@ constexpr Workload kWorkloads[] = {
     {"up2x", true, 8, 64, 32, 65536, 4, 2, 1, 1, 1},
 };
 
-// --shape N,Cin,Cout,L,K,stride,padding,dilation,groups of --op conv1d|conv-transpose1d.
-Workload parse_shape(const std::string& op, const std::string& shape) {
-  std::vector<std::int64_t> v;
-  for (std::size_t begin = 0; begin <= shape.size();) {
-    const std::size_t end = std::min(shape.find(',', begin), shape.size());
-    const std::string item = shape.substr(begin, end - begin);
-    std::size_t used = 0;
-    long long value = 0;
-    try {
-      value = std::stoll(item, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (item.empty() || used != item.size()) {
-      throw Error("bench: --shape '" + shape + "': '" + item + "' is not an integer");
-    }
-    v.push_back(value);
-    begin = end + 1;
-  }
-  if (v.size() != 9) {
-    throw Error("bench: --shape '" + shape + "' has " + std::to_string(v.size()) +
-                " values; it wants 9: N,Cin,Cout,L,K,stride,padding,dilation,groups");
-  }
+// --shape N,Cin,Cout,L,K,stride,padding,dilation,groups (CLI11 read the 9 integers) of --op
+// conv1d|conv-transpose1d; the layer's constructor checks the rest.
+Workload shape_workload(const std::string& op, const std::vector<std::int64_t>& v) {
   if (v[0] < 1 || v[3] < 1) {
-    throw Error("bench: --shape '" + shape + "': N and L must be >= 1");
+    throw Error("bench: --shape N (" + std::to_string(v[0]) + ") and L (" + std::to_string(v[3]) +
+                ") must be >= 1");
   }
   return {"custom", op == "conv-transpose1d", v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8]};
 }
@@ -156,7 +137,8 @@ void add_bench(CLI::App& app, std::vector<std::pair<CLI::App*, Runner>>& command
     int repeat = 10;
     int threads = 0;
     std::string json;
-    std::string op, shape;
+    std::string op;
+    std::vector<std::int64_t> shape;
   };
   auto opt = std::make_shared<Options>();
   CLI::App* sub = app.add_subcommand(
@@ -173,7 +155,9 @@ void add_bench(CLI::App& app, std::vector<std::pair<CLI::App*, Runner>>& command
                         ->check(CLI::IsMember({"conv1d", "conv-transpose1d"}));
   CLI::Option* shape = sub->add_option("--shape", opt->shape,
                                        "Time this shape (also): N,Cin,Cout,L,K,stride,padding,"
-                                       "dilation,groups, N the batch; needs --op");
+                                       "dilation,groups, N the batch; needs --op")
+                           ->delimiter(',')
+                           ->expected(9);
   op->needs(shape);
   shape->needs(op)->excludes(batch);
   sub->add_option("--repeat", opt->repeat, "Timed runs per workload after one warm-up (default 10)")
@@ -199,7 +183,7 @@ void add_bench(CLI::App& app, std::vector<std::pair<CLI::App*, Runner>>& command
       }
     }
     if (!opt->shape.empty()) {
-      const Workload w = parse_shape(opt->op, opt->shape);
+      const Workload w = shape_workload(opt->op, opt->shape);
       // Bad arguments (stride 0, an input shorter than the kernel, ...) fail here, before the
       // table starts.
       with_layer(w, [&](auto& layer) {

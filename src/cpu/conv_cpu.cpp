@@ -512,7 +512,7 @@ std::int64_t winograd_tiles(const Conv1dParams& p, std::int64_t whole_frames) {
 }
 
 #if defined(__AVX512F__)
-// M (rows x n) = bias + A (rows x depth) * B (depth x n), register-blocked with AVX-512, for
+// M (rows x n) = A (rows x depth) * B (depth x n), register-blocked with AVX-512, for
 // the GEMMs of the Winograd points (A: the transformed weights, depth = in/groups; B: a task's
 // transformed input, row-major and compact): 8 rows x 48 frames of M in 24 registers, per
 // reduction step 3 loads of B and 8 broadcasts of A for 24 FMAs. A comes packed once per call
@@ -521,39 +521,40 @@ std::int64_t winograd_tiles(const Conv1dParams& p, std::int64_t whole_frames) {
 // rounds, `convbank bench --workload seedA --threads 2 --repeat 20`). On im2col's operands
 // (input rows 64 KB apart, reductions of 512) it was slower than Eigen, which packs them:
 // tcn_pointwise 27-30 vs 14-16 ms, so the other GEMMs stay Eigen's.
-// Each output sums bias and its first 256 products in order, then adds the sum of each next 256
+// Each output sums its first 256 products in order, then adds the sum of each next 256
 // (wide layers): one serial fp32 sum over a reduction of 8192 (tried on an im2col GEMM, 512
 // channels x 16 taps) measured 1.9e-6 relative L2, over the 1e-6 bar.
 constexpr std::int64_t kGemmRows = 8;
 constexpr std::int64_t kGemmChunk = 256;
 
-std::vector<float> gemm_pack_rows(const float* a, std::int64_t rows, std::int64_t depth) {
-  const std::int64_t blocks = ceil_div(rows, kGemmRows);
-  std::vector<float> packed(static_cast<std::size_t>(blocks * depth * kGemmRows), 0.0f);
+// Floats of A packed (rows rounded up to the 8-row block).
+std::int64_t gemm_packed_floats(std::int64_t rows, std::int64_t depth) {
+  return ceil_div(rows, kGemmRows) * kGemmRows * depth;
+}
+
+// A (rows x depth, row-major) into dst[gemm_packed_floats()], zero-filled.
+void gemm_pack_rows(const float* a, std::int64_t rows, std::int64_t depth, float* dst) {
+  std::fill(dst, dst + gemm_packed_floats(rows, depth), 0.0f);
   for (std::int64_t o = 0; o < rows; ++o) {
     for (std::int64_t c = 0; c < depth; ++c) {
-      packed[static_cast<std::size_t>(((o / kGemmRows) * depth + c) * kGemmRows + o % kGemmRows)] =
-          a[o * depth + c];
+      dst[((o / kGemmRows) * depth + c) * kGemmRows + o % kGemmRows] = a[o * depth + c];
     }
   }
-  return packed;
 }
 
 // Rows [0, rows) of an 8-row block, J x 16 frames (the last 16 masked by `last`), reduction
-// steps [0, depth) of ap and b: into m (first, from the bias), or added to it.
+// steps [0, depth) of ap and b: into m (first), or added to it.
 template <int J>
-void gemm_tile(const float* ap, const float* bias, const float* b, std::int64_t ldb,
-               std::int64_t depth, float* m, std::int64_t ldm, std::int64_t rows, __mmask16 last,
-               bool first) {
+void gemm_tile(const float* ap, const float* b, std::int64_t ldb, std::int64_t depth, float* m,
+               std::int64_t ldm, std::int64_t rows, __mmask16 last, bool first) {
   // Every index into acc a constant (unrolled loops, rows tested per row): GCC keeps the array
   // in registers only then (a runtime row count in the store loop put it on the stack, with
   // 24 stores per reduction step).
   __m512 acc[kGemmRows][J];
 #pragma GCC unroll 8
   for (int r = 0; r < kGemmRows; ++r) {
-    const __m512 init = _mm512_set1_ps(first && bias != nullptr && r < rows ? bias[r] : 0.0f);
 #pragma GCC unroll 3
-    for (int j = 0; j < J; ++j) acc[r][j] = init;
+    for (int j = 0; j < J; ++j) acc[r][j] = _mm512_setzero_ps();
   }
   for (std::int64_t c = 0; c < depth; ++c) {
     __m512 bv[J];
@@ -586,34 +587,32 @@ void gemm_tile(const float* ap, const float* bias, const float* b, std::int64_t 
   }
 }
 
-// bias: one per row, or nullptr.
-void gemm_avx512(const float* ap, std::int64_t rows, std::int64_t depth, const float* bias,
-                 const float* b, std::int64_t ldb, std::int64_t n, float* m, std::int64_t ldm) {
+void gemm_avx512(const float* ap, std::int64_t rows, std::int64_t depth, const float* b,
+                 std::int64_t ldb, std::int64_t n, float* m, std::int64_t ldm) {
   // The columns [t, t + width) of one 8-row block, chunk by chunk of the reduction.
-  auto columns = [&](auto tile, const float* ab, const float* bo, std::int64_t r, std::int64_t t,
-                     float* mo, __mmask16 last) {
+  auto columns = [&](auto tile, const float* ab, std::int64_t r, std::int64_t t, float* mo,
+                     __mmask16 last) {
     for (std::int64_t c = 0; c < depth; c += kGemmChunk) {
-      tile(ab + c * kGemmRows, bo, b + c * ldb + t, ldb, std::min(kGemmChunk, depth - c), mo + t,
-           ldm, r, last, c == 0);
+      tile(ab + c * kGemmRows, b + c * ldb + t, ldb, std::min(kGemmChunk, depth - c), mo + t, ldm,
+           r, last, c == 0);
     }
   };
   for (std::int64_t o = 0; o < rows; o += kGemmRows) {
     const float* ab = ap + o * depth;
-    const float* bo = bias != nullptr ? bias + o : nullptr;
     const std::int64_t r = std::min(kGemmRows, rows - o);
     float* mo = m + o * ldm;
     std::int64_t t = 0;
-    for (; t + 48 <= n; t += 48) columns(gemm_tile<3>, ab, bo, r, t, mo, 0xffff);
+    for (; t + 48 <= n; t += 48) columns(gemm_tile<3>, ab, r, t, mo, 0xffff);
     const std::int64_t rest = n - t;
     if (rest > 0) {
       const __mmask16 last =
           static_cast<__mmask16>(rest % 16 == 0 ? 0xffff : (1u << (rest % 16)) - 1);
       if (rest > 32) {
-        columns(gemm_tile<3>, ab, bo, r, t, mo, last);
+        columns(gemm_tile<3>, ab, r, t, mo, last);
       } else if (rest > 16) {
-        columns(gemm_tile<2>, ab, bo, r, t, mo, last);
+        columns(gemm_tile<2>, ab, r, t, mo, last);
       } else {
-        columns(gemm_tile<1>, ab, bo, r, t, mo, last);
+        columns(gemm_tile<1>, ab, r, t, mo, last);
       }
     }
   }
@@ -640,11 +639,11 @@ void conv1d_winograd(const Conv1dParams& p, TensorView<const float> x, std::int6
     }
   }
 #if defined(__AVX512F__)
-  std::vector<float> packed;  // U per (group, point) as gemm_avx512 reads it
-  const std::int64_t packed_len = ceil_div(og, kGemmRows) * kGemmRows * cg;
+  // U per (group, point) as gemm_avx512 reads it.
+  const std::int64_t packed_len = gemm_packed_floats(og, cg);
+  std::vector<float> packed(static_cast<std::size_t>(p.groups * kWinoPoints * packed_len));
   for (std::int64_t i = 0; i < p.groups * kWinoPoints; ++i) {
-    const std::vector<float> one = gemm_pack_rows(u.data() + i * og * cg, og, cg);
-    packed.insert(packed.end(), one.begin(), one.end());
+    gemm_pack_rows(u.data() + i * og * cg, og, cg, packed.data() + i * packed_len);
   }
 #endif
   const std::int64_t tiles = winograd_tiles(p, whole_frames);
@@ -696,8 +695,8 @@ void conv1d_winograd(const Conv1dParams& p, TensorView<const float> x, std::int6
     }
     for (int xi = 0; xi < kWinoPoints; ++xi) {
 #if defined(__AVX512F__)
-      gemm_avx512(packed.data() + (g * kWinoPoints + xi) * packed_len, og, cg, nullptr,
-                  v + xi * stride_v, nt, nt, m + xi * stride_m, nt);
+      gemm_avx512(packed.data() + (g * kWinoPoints + xi) * packed_len, og, cg, v + xi * stride_v,
+                  nt, nt, m + xi * stride_m, nt);
 #else
       ConstRowMap uw(u.data() + (g * kWinoPoints + xi) * og * cg, og, cg);
       RowMap(m + xi * stride_m, og, nt).noalias() = uw * ConstRowMap(v + xi * stride_v, cg, nt);
