@@ -9,8 +9,8 @@
 //                                stages the window of 1024..4096 frames of one row.
 //   conv_transpose1d_decoder_ffma  few outputs per group (decoders), stride 2..16, K a multiple
 //                                of the stride: each lane reads 4 consecutive input frames of a
-//                                channel with one 16-byte load and streams all channels, adding
-//                                its register sums to running sums in shared memory every 32.
+//                                channel and streams all channels, adding its register sums to
+//                                running sums in shared memory every 32.
 #include <algorithm>
 #include <cstdint>
 
@@ -259,13 +259,15 @@ struct DecArgs {
 
 // Output block q holds frames t = q * P + p - pad (p < P) and sums x[c][q - m] * w[c][m * P + p]
 // over channels c and taps m < T. Lane l of warp w owns blocks ql = qw + 4l .. ql + 3 (qw: the
-// warp's 128 blocks) and streams every input channel of them: one float4 per channel, the T - 1
-// frames before it from the lane below (lane 0 loads them), the next group of U channels loaded
-// before the current one is used. Every 32 channels the registers' sums are added to the
+// warp's 128 blocks) and streams every input channel of them: its four frames per channel, the
+// T - 1 frames before them from the lane below (lane 0 loads them), the next group of U channels
+// loaded before the current one is used. Every 32 channels the registers' sums are added to the
 // thread's running sums in shared memory (fp32 error grows with the length of a serial sum).
-// Vec: the rows are 16-byte aligned (ql is a multiple of 4), so the float4 load is one access.
+// The four frames are four 4-byte loads even where the row is 16-byte aligned: one 16-byte
+// load measured 1.2-1.3x slower on such rows (16 x 512 -> 1 x 16384, K 16, stride 8: 0.399 vs
+// 0.324 ms; x 20000: 0.49 vs 0.39).
 // MT: taps per phase the code is unrolled for (a.T <= MT).
-template <int PH, int MT, bool Vec>
+template <int PH, int MT>
 __global__ void __launch_bounds__(kDecThreads, 2) conv_transpose1d_decoder_kernel(DecArgs a) {
   constexpr int U = PH >= 16 ? 2 : 4;  // channels per group
   constexpr int H = MT > 1 ? MT - 1 : 1;
@@ -276,9 +278,15 @@ __global__ void __launch_bounds__(kDecThreads, 2) conv_transpose1d_decoder_kerne
   const int tid = threadIdx.x;
   const int lane = tid & 31;
   const int warp = tid >> 5;
-  // All of a row's weights fit (the usual case): staged once per row, not per tile.
+  // All of a row's weights fit (the usual case): staged when the block's row changes, not per
+  // chunk.
   const bool resident = a.chunk >= a.cin_g;
-  for (std::int64_t row = blockIdx.y; row < a.rows; row += gridDim.y) {
+  std::int64_t staged = -1;  // the row whose weights are resident in shared memory
+  for (std::int64_t item = blockIdx.x; item < a.rows * a.q_tiles; item += gridDim.x) {
+    // Tile-major order: the rows' last tiles, often mostly past the row's end, start last, so
+    // that they fill the end of the grid instead of extending it.
+    const std::int64_t qt = item / a.rows;
+    const std::int64_t row = item - qt * a.rows;
     const std::int64_t b = row / a.out_channels;
     const std::int64_t o = row - b * a.out_channels;
     const std::int64_t g = o / a.cout_g;
@@ -295,149 +303,142 @@ __global__ void __launch_bounds__(kDecThreads, 2) conv_transpose1d_decoder_kerne
       }
       __syncthreads();
     };
-    if (resident) stage(0, a.cin_g);
-    for (std::int64_t qt = blockIdx.x; qt < a.q_tiles; qt += gridDim.x) {
-      const std::int64_t qw = a.qbase + qt * kDecBlocks + warp * kDecWarpBlocks;
-      const std::int64_t ql = qw + 4 * lane;
-      const bool full = ql + 3 < a.in_frames;
+    if (resident && staged != row) {
+      stage(0, a.cin_g);
+      staged = row;
+    }
+    const std::int64_t qw = a.qbase + qt * kDecBlocks + warp * kDecWarpBlocks;
+    // A warp wholly past the row's end has nothing to sum (with chunked weights it still
+    // takes part in every chunk's staging barrier).
+    if (resident && qw >= a.q_end) continue;
+    const std::int64_t ql = qw + 4 * lane;
 #pragma unroll
-      for (int i = 0; i < 4 * PH; ++i) sum[i * kDecThreads + tid] = 0.0f;
-      for (int c0 = 0; c0 < a.cin_g; c0 += a.chunk) {
-        const int cn = min(a.chunk, a.cin_g - c0);
-        if (!resident) stage(c0, cn);
-        // Group `ci` (its first channel in the chunk) into v (frames ql..ql+3) and h (lane 0:
-        // frames ql-1..ql-H); channels past the chunk read as zeros.
-        auto load = [&](int ci, float(&v)[U][4], float(&h)[U][H]) {
+    for (int i = 0; i < 4 * PH; ++i) sum[i * kDecThreads + tid] = 0.0f;
+    for (int c0 = 0; c0 < a.cin_g; c0 += a.chunk) {
+      const int cn = min(a.chunk, a.cin_g - c0);
+      if (!resident) stage(c0, cn);
+      // Group `ci` (its first channel in the chunk) into v (frames ql..ql+3) and h (lane 0:
+      // frames ql-1..ql-H); channels past the chunk read as zeros.
+      auto load = [&](int ci, float(&v)[U][4], float(&h)[U][H]) {
 #pragma unroll
-          for (int u = 0; u < U; ++u) {
-            const float* xr = xg + static_cast<std::int64_t>(c0 + ci + u) * a.x_cs;
-            const bool live = ci + u < cn;
-            if (Vec && full && live) {
-              const float4 f = __ldg(reinterpret_cast<const float4*>(xr + ql));
-              v[u][0] = f.x;
-              v[u][1] = f.y;
-              v[u][2] = f.z;
-              v[u][3] = f.w;
-            } else {
+        for (int u = 0; u < U; ++u) {
+          const float* xr = xg + static_cast<std::int64_t>(c0 + ci + u) * a.x_cs;
+          const bool live = ci + u < cn;
 #pragma unroll
-              for (int j = 0; j < 4; ++j) {
-                v[u][j] = live && ql + j < a.in_frames ? __ldg(xr + ql + j) : 0.0f;
-              }
-            }
-#pragma unroll
-            for (int m = 1; m <= H; ++m) {
-              const std::int64_t q = ql - m;
-              h[u][m - 1] =
-                  live && lane == 0 && m < a.T && q >= 0 && q < a.in_frames ? __ldg(xr + q) : 0.0f;
-            }
+          for (int j = 0; j < 4; ++j) {
+            v[u][j] = live && ql + j < a.in_frames ? __ldg(xr + ql + j) : 0.0f;
           }
-        };
-        float acc[4][PH];
 #pragma unroll
-        for (int j = 0; j < 4; ++j)
+          for (int m = 1; m <= H; ++m) {
+            const std::int64_t q = ql - m;
+            h[u][m - 1] =
+                live && lane == 0 && m < a.T && q >= 0 && q < a.in_frames ? __ldg(xr + q) : 0.0f;
+          }
+        }
+      };
+      float acc[4][PH];
 #pragma unroll
-          for (int p = 0; p < PH; ++p) acc[j][p] = 0.0f;
-        float v[U][4], h[U][H];
-        load(0, v, h);
-        for (int ci = 0; ci < cn; ci += U) {
-          float nv[U][4], nh[U][H];
-          load(ci + U, nv, nh);
+      for (int j = 0; j < 4; ++j)
 #pragma unroll
-          for (int u = 0; u < U; ++u) {
-            if (ci + u >= cn) break;  // uniform across the warp
-            // win[MT - 1 + j - m] = x[ql + j - m]
-            float win[MT - 1 + 4];
+        for (int p = 0; p < PH; ++p) acc[j][p] = 0.0f;
+      float v[U][4], h[U][H];
+      load(0, v, h);
+      for (int ci = 0; ci < cn; ci += U) {
+        float nv[U][4], nh[U][H];
+        load(ci + U, nv, nh);
 #pragma unroll
-            for (int j = 0; j < 4; ++j) win[MT - 1 + j] = v[u][j];
+        for (int u = 0; u < U; ++u) {
+          if (ci + u >= cn) break;  // uniform across the warp
+          // win[MT - 1 + j - m] = x[ql + j - m]
+          float win[MT - 1 + 4];
 #pragma unroll
-            for (int m = 1; m < MT; ++m) {
-              const float below = __shfl_up_sync(0xffffffffu, v[u][4 - m], 1);
-              win[MT - 1 - m] = lane == 0 ? h[u][m - 1] : below;
-            }
-            const float* wc = sw + (ci + u) * a.T * PH;
+          for (int j = 0; j < 4; ++j) win[MT - 1 + j] = v[u][j];
 #pragma unroll
-            for (int m = 0; m < MT; ++m) {
-              if (m < a.T) {
+          for (int m = 1; m < MT; ++m) {
+            const float below = __shfl_up_sync(0xffffffffu, v[u][4 - m], 1);
+            win[MT - 1 - m] = lane == 0 ? h[u][m - 1] : below;
+          }
+          const float* wc = sw + (ci + u) * a.T * PH;
 #pragma unroll
-                for (int p4 = 0; p4 < PH / 4; ++p4) {
-                  const float4 w4 = *reinterpret_cast<const float4*>(wc + m * PH + 4 * p4);
+          for (int m = 0; m < MT; ++m) {
+            if (m < a.T) {
 #pragma unroll
-                  for (int j = 0; j < 4; ++j) {
-                    const float xv = win[MT - 1 + j - m];
-                    acc[j][4 * p4 + 0] = fmaf(w4.x, xv, acc[j][4 * p4 + 0]);
-                    acc[j][4 * p4 + 1] = fmaf(w4.y, xv, acc[j][4 * p4 + 1]);
-                    acc[j][4 * p4 + 2] = fmaf(w4.z, xv, acc[j][4 * p4 + 2]);
-                    acc[j][4 * p4 + 3] = fmaf(w4.w, xv, acc[j][4 * p4 + 3]);
-                  }
+              for (int p4 = 0; p4 < PH / 4; ++p4) {
+                const float4 w4 = *reinterpret_cast<const float4*>(wc + m * PH + 4 * p4);
+#pragma unroll
+                for (int j = 0; j < 4; ++j) {
+                  const float xv = win[MT - 1 + j - m];
+                  acc[j][4 * p4 + 0] = fmaf(w4.x, xv, acc[j][4 * p4 + 0]);
+                  acc[j][4 * p4 + 1] = fmaf(w4.y, xv, acc[j][4 * p4 + 1]);
+                  acc[j][4 * p4 + 2] = fmaf(w4.z, xv, acc[j][4 * p4 + 2]);
+                  acc[j][4 * p4 + 3] = fmaf(w4.w, xv, acc[j][4 * p4 + 3]);
                 }
               }
             }
           }
+        }
 #pragma unroll
-          for (int u = 0; u < U; ++u) {
+        for (int u = 0; u < U; ++u) {
 #pragma unroll
-            for (int j = 0; j < 4; ++j) v[u][j] = nv[u][j];
+          for (int j = 0; j < 4; ++j) v[u][j] = nv[u][j];
 #pragma unroll
-            for (int m = 0; m < H; ++m) h[u][m] = nh[u][m];
-          }
-          if ((ci + U) % kDecFold == 0 || ci + U >= cn) {
+          for (int m = 0; m < H; ++m) h[u][m] = nh[u][m];
+        }
+        if ((ci + U) % kDecFold == 0 || ci + U >= cn) {
 #pragma unroll
-            for (int j = 0; j < 4; ++j)
+          for (int j = 0; j < 4; ++j)
 #pragma unroll
-              for (int p = 0; p < PH; ++p) {
-                sum[(j * PH + p) * kDecThreads + tid] += acc[j][p];
-                acc[j][p] = 0.0f;
-              }
-          }
+            for (int p = 0; p < PH; ++p) {
+              sum[(j * PH + p) * kDecThreads + tid] += acc[j][p];
+              acc[j][p] = 0.0f;
+            }
         }
       }
-      // A warp's 128 * P outputs are contiguous: it stores them as consecutive words, reading
-      // the sums of lane 8r + i / (4P) in round r.
-      __syncwarp();
-      const float bias = a.bias != nullptr ? __ldg(a.bias + o) : 0.0f;
-      float* yrow = a.y + b * a.y_bs + o * a.y_cs;
-      const int span = 32 * a.P;  // outputs per round
-      for (int r = 0; r < 4; ++r) {
-        const std::int64_t qr = qw + 32 * r;
-        for (int i = lane; i < span; i += 32) {
-          const int blk = i / a.P;  // block within the round: lane 8r + blk / 4, j = blk % 4
-          const int p = i - blk * a.P;
-          const int owner = warp * 32 + 8 * r + (blk >> 2);
-          const std::int64_t q = qr + blk;
-          const std::int64_t t = qr * a.P - a.pad + i;
-          if (q >= a.q_begin && q < a.q_end && t >= 0 && t < a.out_frames) {
-            yrow[t] = sum[((blk & 3) * PH + p) * kDecThreads + owner] + bias;
-          }
-        }
-      }
-      __syncwarp();  // the sums are read before the next tile clears them
     }
+    // A warp's 128 * P outputs are contiguous: it stores them as consecutive words, reading
+    // the sums of lane 8r + i / (4P) in round r.
+    __syncwarp();
+    const float bias = a.bias != nullptr ? __ldg(a.bias + o) : 0.0f;
+    float* yrow = a.y + b * a.y_bs + o * a.y_cs;
+    const int span = 32 * a.P;  // outputs per round
+    for (int r = 0; r < 4; ++r) {
+      const std::int64_t qr = qw + 32 * r;
+      for (int i = lane; i < span; i += 32) {
+        const int blk = i / a.P;  // block within the round: lane 8r + blk / 4, j = blk % 4
+        const int p = i - blk * a.P;
+        const int owner = warp * 32 + 8 * r + (blk >> 2);
+        const std::int64_t q = qr + blk;
+        const std::int64_t t = qr * a.P - a.pad + i;
+        if (q >= a.q_begin && q < a.q_end && t >= 0 && t < a.out_frames) {
+          yrow[t] = sum[((blk & 3) * PH + p) * kDecThreads + owner] + bias;
+        }
+      }
+    }
+    __syncwarp();  // the sums are read before the next tile clears them
   }
 }
 
-template <int PH, int MT, bool Vec>
+template <int PH, int MT>
 void launch_decoder(const DecArgs& a, dim3 grid, std::size_t smem, cudaStream_t stream) {
   // Above 48 KB a kernel must opt in to its dynamic shared memory (once, for the largest size).
   static const cudaError_t opted = cudaFuncSetAttribute(
-      conv_transpose1d_decoder_kernel<PH, MT, Vec>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+      conv_transpose1d_decoder_kernel<PH, MT>, cudaFuncAttributeMaxDynamicSharedMemorySize,
       static_cast<int>(sizeof(float) * (kDecWeightFloats + decoder_sum_floats(PH))));
   check_cuda(opted, "cudaFuncSetAttribute (decoder shared memory)");
-  conv_transpose1d_decoder_kernel<PH, MT, Vec><<<grid, kDecThreads, smem, stream>>>(a);
+  conv_transpose1d_decoder_kernel<PH, MT><<<grid, kDecThreads, smem, stream>>>(a);
 }
 
 template <int PH>
-void launch_decoder(const DecArgs& a, bool vec, dim3 grid, std::size_t smem, cudaStream_t stream) {
+void launch_decoder(const DecArgs& a, dim3 grid, std::size_t smem, cudaStream_t stream) {
   if (a.T <= 2) {
-    vec ? launch_decoder<PH, 2, true>(a, grid, smem, stream)
-        : launch_decoder<PH, 2, false>(a, grid, smem, stream);
+    launch_decoder<PH, 2>(a, grid, smem, stream);
   } else {
-    vec ? launch_decoder<PH, kDecMaxT, true>(a, grid, smem, stream)
-        : launch_decoder<PH, kDecMaxT, false>(a, grid, smem, stream);
+    launch_decoder<PH, kDecMaxT>(a, grid, smem, stream);
   }
 }
 
-// The output blocks with an output in [0, out_frames) and their tiles, from a multiple of 4
-// (16-byte loads).
+// The output blocks with an output in [0, out_frames) and their tiles, from a multiple of 4 (a
+// lane's four blocks).
 void set_block_range(DecArgs& a, const ConvTranspose1dParams& p) {
   a.q_begin = p.padding / p.stride;
   a.q_end = (p.out_frames - 1 + p.padding) / p.stride + 1;
@@ -559,20 +560,16 @@ void launch_conv_transpose1d_decoder(const ConvTranspose1dParams& p, TensorView<
   a.chunk = std::max(1, kDecWeightFloats / (a.T * ph));
   a.w_floats = (std::min(a.chunk, a.cin_g) * a.T * ph + 3) / 4 * 4;
   set_block_range(a, p);
-  const bool vec =
-      reinterpret_cast<std::uintptr_t>(x.data()) % 16 == 0 && a.x_cs % 4 == 0 && a.x_bs % 4 == 0;
-  // At most about four blocks per multiprocessor, each looping over tiles of its row, so a
-  // row's weights are staged a few times rather than once per tile.
-  const std::int64_t per_row = (4LL * num_sms() + a.rows - 1) / a.rows;
-  const dim3 grid(grid_dim(std::min(a.q_tiles, per_row), kMaxGridX), grid_dim(a.rows, kMaxGridYZ));
+  // At most about four blocks per multiprocessor, each looping over tiles.
+  const dim3 grid(grid_dim(std::min<std::int64_t>(a.rows * a.q_tiles, 4LL * num_sms()), kMaxGridX));
   const std::size_t smem =
       sizeof(float) * static_cast<std::size_t>(a.w_floats + decoder_sum_floats(ph));
   if (ph == 16) {
-    launch_decoder<16>(a, vec, grid, smem, stream);
+    launch_decoder<16>(a, grid, smem, stream);
   } else if (ph == 8) {
-    launch_decoder<8>(a, vec, grid, smem, stream);
+    launch_decoder<8>(a, grid, smem, stream);
   } else {
-    launch_decoder<4>(a, vec, grid, smem, stream);
+    launch_decoder<4>(a, grid, smem, stream);
   }
   check_launch(name, p);
 }

@@ -698,28 +698,21 @@ __global__ void __launch_bounds__(kSsThreads, 1)
       const float* r = raw + (j & 1) * raw_plane;
       uint4* big = reinterpret_cast<uint4*>(st + a_stage);
       uint4* small = big + b_plane / 4;
-      // Row i's copy starts lead0 + i * lead_step (mod 4) frames early (0 with x_vec): lead0 for
-      // every row where the row stride is a multiple of 4 frames, kept free of the per-row term.
+      // Row i's copy starts (lead0 + i * lead_step) mod 4 frames early (0 with x_vec): for row
+      // 4 grp + u that is (lead0 + u * lead_step) mod 4 whatever grp, four offsets per job.
       const int lead0 = a.x_vec ? 0 : row_lead(chunk_x(t, c) + t.slab0);
       const int lead_step = a.x_vec ? 0 : static_cast<int>(a.x_cs & 3);
-      auto split = [&](auto per_row) {
-        for (int i = tid; i < b_plane / 4; i += 128) {
-          const int grp = static_cast<int>(__umulhi(i, a.span_div)), f = i - grp * a.span;
-          std::uint32_t hi[4], lo[4];
+      int base[4];
 #pragma unroll
-          for (int u = 0; u < 4; ++u) {
-            const int row = 4 * grp + u;
-            const int lead = decltype(per_row)::value ? (lead0 + row * lead_step) & 3 : lead0;
-            split_tf32(r[row * a.raw_pitch + f + lead], hi[u], lo[u]);
-          }
-          big[i] = make_uint4(hi[0], hi[1], hi[2], hi[3]);
-          small[i] = make_uint4(lo[0], lo[1], lo[2], lo[3]);
-        }
-      };
-      if (lead_step == 0) {
-        split(std::false_type{});
-      } else {
-        split(std::true_type{});
+      for (int u = 0; u < 4; ++u) base[u] = u * a.raw_pitch + ((lead0 + u * lead_step) & 3);
+      for (int i = tid; i < b_plane / 4; i += 128) {
+        const int grp = static_cast<int>(__umulhi(i, a.span_div)), f = i - grp * a.span;
+        const float* rg = r + 4 * grp * a.raw_pitch + f;
+        std::uint32_t hi[4], lo[4];
+#pragma unroll
+        for (int u = 0; u < 4; ++u) split_tf32(rg[base[u]], hi[u], lo[u]);
+        big[i] = make_uint4(hi[0], hi[1], hi[2], hi[3]);
+        small[i] = make_uint4(lo[0], lo[1], lo[2], lo[3]);
       }
       fence_proxy_async();
       bar_arrive(kBarFull + s, kSsThreads);
