@@ -307,23 +307,42 @@ __global__ void __launch_bounds__(kDecThreads, 2) conv_transpose1d_decoder_kerne
       stage(0, a.cin_g);
       staged = row;
     }
-    const std::int64_t qw = a.qbase + qt * kDecBlocks + warp * kDecWarpBlocks;
-    // A warp wholly past the row's end has nothing to sum (with chunked weights it still
-    // takes part in every chunk's staging barrier).
-    if (resident && qw >= a.q_end) continue;
+    // A row's last tile may hold fewer than 8 warps' blocks (`used`). Its warps then split the
+    // channels of each used warp's blocks into `parts` and add their sums at the end, so that
+    // the tile takes about 1 / parts of a full tile's time instead of as long: a few such tiles
+    // past the last full wave would otherwise add a whole tile's latency to the call.
+    const std::int64_t q0 = a.qbase + qt * kDecBlocks;
+    const int used =
+        resident ? static_cast<int>(min(std::int64_t{kDecWarps},
+                                        (a.q_end - q0 + kDecWarpBlocks - 1) / kDecWarpBlocks))
+                 : kDecWarps;
+    const int parts = kDecWarps / used;  // tile-uniform
+    const int unit = warp % used, part = warp / used;
+    const std::int64_t qw = q0 + unit * kDecWarpBlocks;
+    // A warp with no blocks and no part has nothing to do (with chunked weights it still takes
+    // part in every chunk's staging barrier, and parts == 1 there).
+    if (parts == 1 && resident && part > 0) continue;
+    int c_lo = 0, c_hi = a.cin_g;
+    if (parts > 1) {
+      const int per = ((a.cin_g + parts - 1) / parts + U - 1) / U * U;  // whole groups
+      c_lo = part < parts ? min(a.cin_g, part * per) : 0;
+      c_hi = part < parts ? min(a.cin_g, c_lo + per) : 0;
+    }
     const std::int64_t ql = qw + 4 * lane;
 #pragma unroll
     for (int i = 0; i < 4 * PH; ++i) sum[i * kDecThreads + tid] = 0.0f;
     for (int c0 = 0; c0 < a.cin_g; c0 += a.chunk) {
       const int cn = min(a.chunk, a.cin_g - c0);
       if (!resident) stage(c0, cn);
+      // Channels [c_begin, c_end) of the chunk (resident: one chunk, this warp's part).
+      const int c_begin = resident ? c_lo : 0, c_end = resident ? c_hi : cn;
       // Group `ci` (its first channel in the chunk) into v (frames ql..ql+3) and h (lane 0:
       // frames ql-1..ql-H); channels past the chunk read as zeros.
       auto load = [&](int ci, float(&v)[U][4], float(&h)[U][H]) {
 #pragma unroll
         for (int u = 0; u < U; ++u) {
           const float* xr = xg + static_cast<std::int64_t>(c0 + ci + u) * a.x_cs;
-          const bool live = ci + u < cn;
+          const bool live = ci + u < c_end;
 #pragma unroll
           for (int j = 0; j < 4; ++j) {
             v[u][j] = live && ql + j < a.in_frames ? __ldg(xr + ql + j) : 0.0f;
@@ -342,13 +361,13 @@ __global__ void __launch_bounds__(kDecThreads, 2) conv_transpose1d_decoder_kerne
 #pragma unroll
         for (int p = 0; p < PH; ++p) acc[j][p] = 0.0f;
       float v[U][4], h[U][H];
-      load(0, v, h);
-      for (int ci = 0; ci < cn; ci += U) {
+      load(c_begin, v, h);
+      for (int ci = c_begin; ci < c_end; ci += U) {
         float nv[U][4], nh[U][H];
         load(ci + U, nv, nh);
 #pragma unroll
         for (int u = 0; u < U; ++u) {
-          if (ci + u >= cn) break;  // uniform across the warp
+          if (ci + u >= c_end) break;  // uniform across the warp
           // win[MT - 1 + j - m] = x[ql + j - m]
           float win[MT - 1 + 4];
 #pragma unroll
@@ -384,7 +403,7 @@ __global__ void __launch_bounds__(kDecThreads, 2) conv_transpose1d_decoder_kerne
 #pragma unroll
           for (int m = 0; m < H; ++m) h[u][m] = nh[u][m];
         }
-        if ((ci + U) % kDecFold == 0 || ci + U >= cn) {
+        if ((ci + U - c_begin) % kDecFold == 0 || ci + U >= c_end) {
 #pragma unroll
           for (int j = 0; j < 4; ++j)
 #pragma unroll
@@ -395,13 +414,24 @@ __global__ void __launch_bounds__(kDecThreads, 2) conv_transpose1d_decoder_kerne
         }
       }
     }
+    if (parts > 1) {
+      __syncthreads();  // every part's sums are in shared memory
+      if (part == 0) {
+        for (int k = 1; k < parts; ++k) {
+#pragma unroll
+          for (int i = 0; i < 4 * PH; ++i) {
+            sum[i * kDecThreads + tid] += sum[i * kDecThreads + tid + k * used * 32];
+          }
+        }
+      }
+    }
     // A warp's 128 * P outputs are contiguous: it stores them as consecutive words, reading
     // the sums of lane 8r + i / (4P) in round r.
     __syncwarp();
     const float bias = a.bias != nullptr ? __ldg(a.bias + o) : 0.0f;
     float* yrow = a.y + b * a.y_bs + o * a.y_cs;
     const int span = 32 * a.P;  // outputs per round
-    for (int r = 0; r < 4; ++r) {
+    for (int r = 0; r < (part == 0 ? 4 : 0); ++r) {
       const std::int64_t qr = qw + 32 * r;
       for (int i = lane; i < span; i += 32) {
         const int blk = i / a.P;  // block within the round: lane 8r + blk / 4, j = blk % 4
@@ -414,7 +444,8 @@ __global__ void __launch_bounds__(kDecThreads, 2) conv_transpose1d_decoder_kerne
         }
       }
     }
-    __syncwarp();  // the sums are read before the next tile clears them
+    __syncwarp();                    // the sums are read before the next tile clears them
+    if (parts > 1) __syncthreads();  // ... by their owners too
   }
 }
 
