@@ -251,6 +251,10 @@ int wgmma_ss_tile(std::int64_t stride, std::int64_t taps, std::int64_t dilation,
 // ConvTranspose1d at stride 1, or its depth-to-space convolution at stride s > 1.
 int conv1d_ss_tile(const Conv1dParams& p);
 int conv_transpose1d_ss_tile(const ConvTranspose1dParams& p);
+// The same for the space-to-depth convolution of a strided Conv1d, and the taps (ceil(K / s))
+// of the depth-to-space convolution of a strided ConvTranspose1d.
+int conv1d_s2d_ss_tile(const Conv1dParams& p);
+std::int64_t d2s_taps(const ConvTranspose1dParams& p);
 
 // A strided Conv1d with few input channels (one group, dilation 1, zeros padding, K a multiple
 // of the stride) as the stride-1 tensor-core convolution over stride * in_channels channels

@@ -342,9 +342,7 @@ Choice choose(const Conv1dParams& p) {
     return {Family::kWgmma, GemmTile::k128x128, wgmma_name(WgmmaKind::kConv, ss)};
   }
   if (tensor_cores && s2d_wins(p) && conv1d_s2d_supported(p)) {
-    return {
-        Family::kS2d, GemmTile::k128x128,
-        wgmma_name(WgmmaKind::kS2d, wgmma_ss_tile(1, p.kernel_size / p.stride, 1, cout_g, true))};
+    return {Family::kS2d, GemmTile::k128x128, wgmma_name(WgmmaKind::kS2d, conv1d_s2d_ss_tile(p))};
   }
   if (p.kernel_size == 3 && p.stride == 1 && p.dilation == 1 && cin_g >= 16 && cout_g >= 32) {
     return {Family::kWinograd, GemmTile::k128x128, "conv1d_winograd_f43_ffma"};
@@ -372,9 +370,8 @@ Choice choose(const ConvTranspose1dParams& p) {
                             std::max<std::int64_t>(1, p.kernel_size / p.stride);
   if (p.stride > 1 && d2s_on()) {
     // Depth-to-space: s x out/groups rows of ceil(K / s) taps.
-    const std::int64_t taps = (p.kernel_size + p.stride - 1) / p.stride;
     const std::int64_t rows = p.stride * cout_g;
-    if (use_wgmma(p.batch * p.out_channels * p.out_frames * cin_g * taps, rows, true) &&
+    if (use_wgmma(p.batch * p.out_channels * p.out_frames * cin_g * d2s_taps(p), rows, true) &&
         conv_transpose1d_d2s_supported(p)) {
       return {Family::kD2s, GemmTile::k128x128,
               wgmma_name(WgmmaKind::kD2s, conv_transpose1d_ss_tile(p))};

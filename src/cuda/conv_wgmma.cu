@@ -43,7 +43,9 @@
 // PyTorch's classes exactly. Finite data pays one compare per output.
 #include <algorithm>
 #include <mutex>
+#include <string>
 #include <type_traits>
+#include <utility>
 
 #include "cuda/conv_common.cuh"
 #include "cuda/cp_async.cuh"
@@ -238,6 +240,17 @@ __device__ __forceinline__ std::uint64_t b_desc(std::uint32_t addr) {
 
 #endif  // __CUDA_ARCH_FEAT_SM90_ALL
 
+// Frames pos .. pos + 3 of an input row into d with 4-byte copies: the quad straddles the
+// row's start or end, and frames outside it read as zeros.
+__device__ __forceinline__ void copy_quad_edge(const WgArgs& a, float* d, const float* row,
+                                               std::int64_t pos) {
+#pragma unroll
+  for (int u = 0; u < 4; ++u) {
+    const bool in = pos + u >= 0 && pos + u < a.in_frames;
+    cp_async4(smem_addr(d + u), in ? row + pos + u : a.x, in);
+  }
+}
+
 // Copies input rows 0 .. rows - 1 of a channel chunk (xc: its first row) at frames slab0 ..
 // slab0 + a.span - 1 into dst[r * pitch + j]; positions outside the input and rows rows ..
 // a.ci_chunk - 1 read as zeros. 16-byte copies when a.x_vec (slab0 is then a multiple of 4).
@@ -253,11 +266,7 @@ __device__ __forceinline__ void copy_slab(const WgArgs& a, float* dst, int pitch
       if (r >= rows || (pos >= 0 && pos + 4 <= a.in_frames)) {
         cp_async16(smem_addr(d), r < rows ? row + pos : a.x, r < rows);
       } else {
-#pragma unroll
-        for (int u = 0; u < 4; ++u) {
-          const bool in = pos + u >= 0 && pos + u < a.in_frames;
-          cp_async4(smem_addr(d + u), in ? row + pos + u : a.x, in);
-        }
+        copy_quad_edge(a, d, row, pos);
       }
     }
   } else {
@@ -296,11 +305,7 @@ __device__ __forceinline__ void copy_slab_rows(const WgArgs& a, float* dst, cons
     if (pos >= 0 && pos + 4 <= a.in_frames) {
       cp_async16(smem_addr(d), row + pos, true);
     } else {
-#pragma unroll
-      for (int u = 0; u < 4; ++u) {
-        const bool in = pos + u >= 0 && pos + u < a.in_frames;
-        cp_async4(smem_addr(d + u), in ? row + pos + u : a.x, in);
-      }
+      copy_quad_edge(a, d, row, pos);
     }
   }
 }
@@ -1026,16 +1031,38 @@ cudaMemPool_t workspace_pool() {
   return pools[device];
 }
 
+// A stream-ordered workspace from convbank's pool, freed after the launches that use it were
+// queued (free()), or when one of them throws.
+class Workspace {
+ public:
+  Workspace(std::size_t bytes, cudaStream_t stream, const char* what) : stream_(stream) {
+    const std::string call = std::string("cudaMallocFromPoolAsync (") + what + ")";
+    check_cuda(cudaMallocFromPoolAsync(&p_, bytes, workspace_pool(), stream), call.c_str());
+  }
+  Workspace(const Workspace&) = delete;
+  Workspace& operator=(const Workspace&) = delete;
+  Workspace(Workspace&& o) noexcept : p_(std::exchange(o.p_, nullptr)), stream_(o.stream_) {}
+  ~Workspace() {
+    if (p_ != nullptr && cudaFreeAsync(p_, stream_) != cudaSuccess) cudaGetLastError();
+  }
+  float* floats() const { return static_cast<float*>(p_); }
+  void free(const char* what) {
+    const std::string call = std::string("cudaFreeAsync (") + what + ")";
+    check_cuda(cudaFreeAsync(std::exchange(p_, nullptr), stream_), call.c_str());
+  }
+
+ private:
+  void* p_ = nullptr;
+  cudaStream_t stream_;
+};
+
 // The weight planes (and the non-finite flag) in a stream-ordered workspace, split from a.w;
 // returns the workspace, which the caller frees after its launch.
-void* split_weights(WgArgs& a, int*& flag, cudaStream_t stream, const LaunchShape& shape) {
+Workspace split_weights(WgArgs& a, int*& flag, cudaStream_t stream, const LaunchShape& shape) {
   const std::size_t plane_floats = static_cast<std::size_t>(a.groups) * a.phases * a.n_tiles *
                                    a.nchunks * 2 * a.cols * static_cast<std::size_t>(a.rt);
-  void* ws = nullptr;
-  check_cuda(
-      cudaMallocFromPoolAsync(&ws, plane_floats * sizeof(float) + 16, workspace_pool(), stream),
-      "cudaMallocFromPoolAsync (tensor-core weight planes)");
-  a.planes = static_cast<float*>(ws);
+  Workspace ws(plane_floats * sizeof(float) + 16, stream, "tensor-core weight planes");
+  a.planes = ws.floats();
   flag = reinterpret_cast<int*>(a.planes + plane_floats);
   check_cuda(cudaMemsetAsync(flag, 0, sizeof(int), stream), "cudaMemsetAsync");
   const std::int64_t elems = static_cast<std::int64_t>(plane_floats / 2);
@@ -1068,7 +1095,7 @@ void launch_ss(WgArgs a, int co_tile, cudaStream_t stream, const char* name,
   a.t_tiles = (a.out_frames + frames - 1) / frames;
   a.n_tiles = (a.cout_g + co_tile - 1) / co_tile;
   int* flag = nullptr;
-  void* ws = split_weights(a, flag, stream, shape);
+  Workspace ws = split_weights(a, flag, stream, shape);
   // Persistent blocks, one per multiprocessor (the shared memory of one block is most of it).
   const std::int64_t items = a.bg_count * a.t_tiles * a.n_tiles;
   const unsigned grid = grid_dim(items < num_sms() ? items : num_sms(), kMaxGridX);
@@ -1078,7 +1105,7 @@ void launch_ss(WgArgs a, int co_tile, cudaStream_t stream, const char* name,
     conv1d_wgmma_ss_kernel<kT, 64, kD2s><<<grid, kSsThreads, geo.smem, stream>>>(a, flag);
   }
   check_launch(name, shape);
-  check_cuda(cudaFreeAsync(ws, stream), "cudaFreeAsync (tensor-core weight planes)");
+  ws.free("tensor-core weight planes");
 }
 
 template <bool kT, bool kP>
@@ -1086,11 +1113,11 @@ void launch(WgArgs a, cudaStream_t stream, const char* name, const LaunchShape& 
   a.transposed = kT;
   const int co_tile =
       wgmma_ss_tile(a.stride, a.taps, a.dilation, a.cout_g, ss_aligned(a.in_offset));
-  set_alignment(a);
   if (!kP && co_tile != 0) {
     launch_ss<kT>(a, co_tile, stream, name, shape);
     return;
   }
+  set_alignment(a);
   a.cols = kWgCols;
   a.ci_chunk = ci_chunk_for(a.taps);
   a.rt = a.taps * a.ci_chunk;
@@ -1100,7 +1127,7 @@ void launch(WgArgs a, cudaStream_t stream, const char* name, const LaunchShape& 
   a.t_tiles = ((a.out_frames + a.phases - 1) / a.phases + kWgRows - 1) / kWgRows;
   a.n_tiles = (a.cout_g + kWgCols - 1) / kWgCols;
   int* flag = nullptr;
-  void* ws = split_weights(a, flag, stream, shape);
+  Workspace ws = split_weights(a, flag, stream, shape);
   const std::size_t bytes = smem_bytes(a.taps, a.stride, a.dilation);
   const dim3 grid(grid_dim(a.t_tiles * a.n_tiles * a.phases, kMaxGridX), 1,
                   grid_dim(a.bg_count, kMaxGridYZ));
@@ -1113,7 +1140,7 @@ void launch(WgArgs a, cudaStream_t stream, const char* name, const LaunchShape& 
     conv1d_wgmma_3xtf32_kernel<kT, kP, 1><<<grid, kWgThreads, bytes, stream>>>(a, flag);
   }
   check_launch(name, shape);
-  check_cuda(cudaFreeAsync(ws, stream), "cudaFreeAsync (tensor-core weight planes)");
+  ws.free("tensor-core weight planes");
 }
 
 WgArgs common_args(TensorView<const float> x, const float* w, const float* bias,
@@ -1186,16 +1213,27 @@ int conv1d_ss_tile(const Conv1dParams& p) {
                        ss_aligned(-p.pad_left));
 }
 
-void launch_conv1d_wgmma(const Conv1dParams& p, TensorView<const float> x, const float* w,
-                         const float* bias, TensorView<float> y, cudaStream_t stream,
-                         const char* name) {
+namespace {
+
+// shown: the layer that errors name (space-to-depth runs p in its place).
+void launch_conv1d_wgmma_as(const Conv1dParams& p, TensorView<const float> x, const float* w,
+                            const float* bias, TensorView<float> y, cudaStream_t stream,
+                            const char* name, const LaunchShape& shown) {
   WgArgs a = common_args(x, w, bias, y, p.batch, p.groups, p.in_channels, p.out_channels,
                          p.kernel_size, p.dilation);
   a.stride = static_cast<int>(p.stride);
   a.in_offset = -p.pad_left;
   a.w_co = std::int64_t{a.cin_g} * p.kernel_size;
   a.w_ci = p.kernel_size;
-  launch<false, false>(a, stream, name, p);
+  launch<false, false>(a, stream, name, shown);
+}
+
+}  // namespace
+
+void launch_conv1d_wgmma(const Conv1dParams& p, TensorView<const float> x, const float* w,
+                         const float* bias, TensorView<float> y, cudaStream_t stream,
+                         const char* name) {
+  launch_conv1d_wgmma_as(p, x, w, bias, y, stream, name, p);
 }
 
 void launch_conv_transpose1d_wgmma(const ConvTranspose1dParams& p, TensorView<const float> x,
@@ -1227,11 +1265,11 @@ void launch_conv_transpose1d_wgmma(const ConvTranspose1dParams& p, TensorView<co
 // for all phases. The epilogue writes each (channel, phase) row to every s-th output frame
 // (WgArgs::d2s); K need not be a multiple of s (the taps past K are zero weights).
 
-namespace {
-
 std::int64_t d2s_taps(const ConvTranspose1dParams& p) {
   return (p.kernel_size + p.stride - 1) / p.stride;
 }
+
+namespace {
 
 // Input frame of output q0 = floor(padding / s) (the first with an output at o >= 0), tap 0.
 std::int64_t d2s_in_offset(const ConvTranspose1dParams& p) {
@@ -1356,6 +1394,10 @@ Conv1dParams s2d_params(const Conv1dParams& p) {
 
 }  // namespace
 
+int conv1d_s2d_ss_tile(const Conv1dParams& p) {
+  return conv1d_ss_tile(s2d_params(p));
+}
+
 bool conv1d_s2d_supported(const Conv1dParams& p) {
   if (p.groups != 1 || p.dilation != 1 || p.stride < 2 || p.kernel_size % p.stride != 0 ||
       p.padding_mode != PaddingMode::kZeros || p.in_channels * p.stride > 4096) {
@@ -1373,11 +1415,8 @@ void launch_conv1d_s2d_wgmma(const Conv1dParams& p, TensorView<const float> x, c
   const std::size_t x_floats = static_cast<std::size_t>(q.batch * q.in_channels * pitch);
   const std::size_t w_floats = static_cast<std::size_t>(q.out_channels * q.in_channels) *
                                static_cast<std::size_t>(q.kernel_size);
-  void* ws = nullptr;
-  check_cuda(
-      cudaMallocFromPoolAsync(&ws, (x_floats + w_floats) * sizeof(float), workspace_pool(), stream),
-      "cudaMallocFromPoolAsync (space-to-depth input and weights)");
-  float* xs = static_cast<float*>(ws);
+  Workspace ws((x_floats + w_floats) * sizeof(float), stream, "space-to-depth input and weights");
+  float* xs = ws.floats();
   float* wsp = xs + x_floats;
   S2dArgs a{};
   a.x = x.data();
@@ -1402,8 +1441,8 @@ void launch_conv1d_s2d_wgmma(const Conv1dParams& p, TensorView<const float> x, c
   check_launch("s2d_weights", p);
   const TensorView<const float> xv(xs, Shape{q.batch, q.in_channels, q.in_frames},
                                    q.in_channels * pitch, pitch, Device::kCuda);
-  launch_conv1d_wgmma(q, xv, wsp, bias, y, stream, name);
-  check_cuda(cudaFreeAsync(ws, stream), "cudaFreeAsync (space-to-depth workspace)");
+  launch_conv1d_wgmma_as(q, xv, wsp, bias, y, stream, name, p);
+  ws.free("space-to-depth input and weights");
 }
 
 }  // namespace convbank::detail::cuda
