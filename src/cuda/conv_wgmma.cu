@@ -232,6 +232,19 @@ __device__ __forceinline__ void pin_operands(std::uint32_t (&hi)[2][4], std::uin
   }
 }
 
+// f(std::integral_constant<int, v>{}) when First <= v <= Last, else f(std::integral_constant<int,
+// 0>{}) (the runtime-count fallback): a loop unrolled for each count the caller expects.
+template <int First, int Last, typename F>
+__device__ __forceinline__ void with_constant(int v, F&& f) {
+  if constexpr (First > Last) {
+    f(std::integral_constant<int, 0>{});
+  } else if (v == First) {
+    f(std::integral_constant<int, First>{});
+  } else {
+    with_constant<First + 1, Last>(v, f);
+  }
+}
+
 // The weight planes: K-major core matrices 128 B apart along the reduction and 256 B apart
 // along the columns.
 __device__ __forceinline__ std::uint64_t b_desc(std::uint32_t addr) {
@@ -778,32 +791,7 @@ __global__ void __launch_bounds__(kSsThreads, 1)
         }
       }
     };
-    switch (steps) {
-      case 2:
-        mainloop(std::integral_constant<int, 2>{});
-        break;
-      case 3:
-        mainloop(std::integral_constant<int, 3>{});
-        break;
-      case 4:
-        mainloop(std::integral_constant<int, 4>{});
-        break;
-      case 5:
-        mainloop(std::integral_constant<int, 5>{});
-        break;
-      case 6:
-        mainloop(std::integral_constant<int, 6>{});
-        break;
-      case 7:
-        mainloop(std::integral_constant<int, 7>{});
-        break;
-      case 8:
-        mainloop(std::integral_constant<int, 8>{});
-        break;
-      default:
-        mainloop(std::integral_constant<int, 0>{});
-        break;
-    }
+    with_constant<2, 8>(steps, mainloop);
     wgmma_commit();
     wgmma_wait<0>();
     fence_operands(acc);
