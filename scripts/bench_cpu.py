@@ -69,7 +69,8 @@ def main():
     ap.add_argument("--op", choices=["conv1d", "conv-transpose1d"], default="conv1d",
                     help="the layer of --shape")
     ap.add_argument("--shape", help="one shape of your own: N,Cin,Cout,L,K,stride,padding,"
-                    "dilation,groups (N is the batch; --batch applies to the workloads)")
+                    "dilation,groups (N is the batch; --batch is not passed with --shape, "
+                    "as `convbank bench` excludes the two, so named workloads run at batch 1)")
     args = ap.parse_args()
     if args.shape and args.batch != 1:
         ap.error("--batch applies to the workloads; a --shape carries its own batch (N)")

@@ -235,6 +235,14 @@ TEST_CASE("app: --help describes both layer commands") {
   CHECK(transpose.out.find("--padding-mode") == std::string::npos);
 }
 
+// Every field of `expected` has its value in the `convbank bench --json` record.
+void check_record(const nlohmann::json& record, const nlohmann::json& expected) {
+  for (const auto& [key, value] : expected.items()) {
+    CAPTURE(key);
+    CHECK(record[key] == value);
+  }
+}
+
 TEST_CASE("app: bench --json records each workload's layer arguments and time") {
   // scripts/bench_cpu.py builds PyTorch's layers from these records.
   if (!have_app()) return;
@@ -245,22 +253,22 @@ TEST_CASE("app: bench --json records each workload's layer arguments and time") 
   REQUIRE(run.exit_code == 0);
   const nlohmann::json j = nlohmann::json::parse(read_text(path));
   REQUIRE(j.size() == 2);
-  CHECK(j[0]["workload"] == "tcn_depthwise");
-  CHECK(j[0]["op"] == "Conv1d");
-  CHECK(j[0]["batch"] == 1);
-  CHECK(j[0]["in_channels"] == 512);
-  CHECK(j[0]["out_channels"] == 512);
-  CHECK(j[0]["frames"] == 16384);
-  CHECK(j[0]["kernel_size"] == 3);
-  CHECK(j[0]["stride"] == 1);
-  CHECK(j[0]["padding"] == 8);
-  CHECK(j[0]["dilation"] == 8);
-  CHECK(j[0]["groups"] == 512);
-  CHECK(j[1]["workload"] == "up2x");
-  CHECK(j[1]["op"] == "ConvTranspose1d");
-  CHECK(j[1]["stride"] == 2);
-  CHECK(j[1]["in_channels"] == 64);
-  CHECK(j[1]["out_channels"] == 32);
+  check_record(j[0], {{"workload", "tcn_depthwise"},
+                      {"op", "Conv1d"},
+                      {"batch", 1},
+                      {"in_channels", 512},
+                      {"out_channels", 512},
+                      {"frames", 16384},
+                      {"kernel_size", 3},
+                      {"stride", 1},
+                      {"padding", 8},
+                      {"dilation", 8},
+                      {"groups", 512}});
+  check_record(j[1], {{"workload", "up2x"},
+                      {"op", "ConvTranspose1d"},
+                      {"stride", 2},
+                      {"in_channels", 64},
+                      {"out_channels", 32}});
   for (const auto& r : j) {
     CHECK(r["threads"] == 1);
     CHECK(r["median_ms"].get<double>() > 0.0);
@@ -280,17 +288,17 @@ TEST_CASE("app: bench --op/--shape times one shape of the user's") {
   REQUIRE_MESSAGE(run.exit_code == 0, run.err);
   const nlohmann::json j = nlohmann::json::parse(read_text(path));
   REQUIRE(j.size() == 1);
-  CHECK(j[0]["workload"] == "custom");
-  CHECK(j[0]["op"] == "ConvTranspose1d");
-  CHECK(j[0]["batch"] == 2);
-  CHECK(j[0]["in_channels"] == 16);
-  CHECK(j[0]["out_channels"] == 8);
-  CHECK(j[0]["frames"] == 301);
-  CHECK(j[0]["kernel_size"] == 5);
-  CHECK(j[0]["stride"] == 3);
-  CHECK(j[0]["padding"] == 1);
-  CHECK(j[0]["dilation"] == 2);
-  CHECK(j[0]["groups"] == 4);
+  check_record(j[0], {{"workload", "custom"},
+                      {"op", "ConvTranspose1d"},
+                      {"batch", 2},
+                      {"in_channels", 16},
+                      {"out_channels", 8},
+                      {"frames", 301},
+                      {"kernel_size", 5},
+                      {"stride", 3},
+                      {"padding", 1},
+                      {"dilation", 2},
+                      {"groups", 4}});
   CHECK(j[0]["median_ms"].get<double>() > 0.0);
   // Each bad shape fails before any timing, naming the value and the rule.
   const std::vector<std::pair<std::vector<std::string>, std::string>> bad = {
