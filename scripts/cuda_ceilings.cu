@@ -65,6 +65,109 @@ __global__ void enc_pattern(float* y, long pitch, long frames, long rows_per_b, 
   }
 }
 
+// The encoder's pattern with each row's tiles moved left by the floats its start sits past a
+// 128-byte line, so that every store of a warp is one whole line and no line is shared by two
+// tiles (one more tile per row).
+__global__ void enc_shifted(float* y, long pitch, long frames, long rows_per_b, long t_tiles) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const long b = blockIdx.z, c0 = blockIdx.y * 64L + warp * 8;
+  for (long tt = blockIdx.x; tt < t_tiles + 1; tt += gridDim.x) {
+#pragma unroll
+    for (int c = 0; c < 8; ++c) {
+      float* row = y + (b * rows_per_b + c0 + c) * pitch;
+      const long m = static_cast<long>((reinterpret_cast<unsigned long>(row) >> 2) & 31);
+      const long t0 = tt * 128 - m;
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        const long t = t0 + lane + 32 * j;
+        if (t >= 0 && t < frames) row[t] = static_cast<float>(t);
+      }
+    }
+  }
+}
+
+// The encoder's per-warp work (8 rows x 128 frames) with the block's 8 warps side by side along
+// time (8 rows x 1024 frames per block).
+__global__ void enc_wide(float* y, long pitch, long frames, long rows_per_b, long t_tiles) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const long b = blockIdx.z, c0 = blockIdx.y * 8L;
+  for (long tt = blockIdx.x; tt < t_tiles; tt += gridDim.x) {
+    const long t0 = tt * 1024 + warp * 128;
+#pragma unroll
+    for (int c = 0; c < 8; ++c) {
+      float* row = y + (b * rows_per_b + c0 + c) * pitch;
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        const long t = t0 + lane + 32 * j;
+        if (t < frames) row[t] = static_cast<float>(t);
+      }
+    }
+  }
+}
+
+// A block keeps one 512-frame window and loops over the channels, 16 at a time: warp w writes
+// 8 rows (w / 4) x 128 frames (w % 4), the encoder's per-warp work.
+__global__ void enc_cloop(float* y, long pitch, long frames, long rows_per_b) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const long b = blockIdx.z, t0 = blockIdx.x * 512L + (warp & 3) * 128;
+  for (long c0 = (warp >> 2) * 8; c0 < rows_per_b; c0 += 16) {
+#pragma unroll
+    for (int c = 0; c < 8; ++c) {
+      float* row = y + (b * rows_per_b + c0 + c) * pitch;
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        const long t = t0 + lane + 32 * j;
+        if (t < frames) row[t] = static_cast<float>(t);
+      }
+    }
+  }
+}
+
+// The tensor-core kernel's epilogue pattern (seedA's output: 32 x 128 rows): one block per
+// multiprocessor, two warpgroups of 64 rows, per row 4 lanes x 16 pairs of frames stored as
+// float2 (frame 8 i + 2 q + p). Tiles of 128 frames in round-robin order across blocks
+// (contiguous = 0, the kernel's order) or a contiguous run of tiles per block (1); shifted: each
+// row's tile moved left by the floats its start sits past a 128-byte line (1), or its stores
+// rotated to whole 32-byte sectors inside the tile (2, the kernel's sector epilogue).
+__global__ void ss_pattern(float* y, long pitch, long frames, long rows, int contiguous,
+                           int shifted) {
+  const int tid = threadIdx.x, wg = tid >> 7, warp = (tid & 127) >> 5, lane = tid & 31;
+  const int q = lane & 3, r_in = wg * 64 + warp * 16 + (lane >> 2);
+  const long t_tiles = (frames + 127) / 128 + (shifted == 1);
+  const long items = rows / 128 * t_tiles;
+  const long per = (items + gridDim.x - 1) / gridDim.x;
+  for (long k = 0;; ++k) {
+    const long item = contiguous ? blockIdx.x * per + k : blockIdx.x + k * gridDim.x;
+    if (item >= items || (contiguous && k >= per)) break;
+    const long rb = item / t_tiles, t0 = (item % t_tiles) * 128;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      float* row = y + (rb * 128 + r_in + 8 * h) * pitch;
+      if (shifted == 2) {
+        // Whole 32-byte sectors inside the tile, the two partial ones at its edges.
+        const long e = static_cast<long>((reinterpret_cast<unsigned long>(row) >> 2) & 7);
+        const long a = (8 - e) & 7;
+#pragma unroll
+        for (int i = 0; i < 16; ++i) {
+          const long f = t0 + a + 8 * i + 2 * q;
+          if ((i < 15 || a == 0) && f + 1 < frames)
+            *reinterpret_cast<float2*>(row + f) = make_float2(1.0f, 2.0f);
+        }
+        const long f = t0 + (2 * q < a ? 2 * q : 120 + 2 * q);
+        if (a != 0 && f + 1 < frames) *reinterpret_cast<float2*>(row + f) = make_float2(1.0f, 2.0f);
+        continue;
+      }
+      const long m =
+          shifted ? static_cast<long>((reinterpret_cast<unsigned long>(row) >> 2) & 31) : 0;
+#pragma unroll
+      for (int i = 0; i < 16; ++i) {
+        const long f = t0 - m + 8 * i + 2 * q;
+        if (f >= 0 && f + 1 < frames) *reinterpret_cast<float2*>(row + f) = make_float2(1.0f, 2.0f);
+      }
+    }
+  }
+}
+
 // Same rows, a block writing 8 rows x 1024 frames (one row per warp, runs of 4 KB).
 __global__ void long_runs(float* y, long pitch, long frames, long rows, long t_tiles) {
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -138,9 +241,40 @@ int main() {
     report(what, mb,
            time_ms([&] { enc_pattern<<<dim3(9, 8, 16), 256>>>(y, pitch, frames, 512, t_tiles); }));
   }
+  report("write, encoder pattern, tiles line-aligned per row, pitch 16383", mb,
+         time_ms([&] { enc_shifted<<<dim3(9, 8, 16), 256>>>(y, frames, frames, 512, t_tiles); }));
+  report("write, encoder warps along time (8 rows x 1024), pitch 16383", mb, time_ms([&] {
+           enc_wide<<<dim3(2, 64, 16), 256>>>(y, frames, frames, 512, (frames + 1023) / 1024);
+         }));
+  report("write, 512-frame blocks looping over channels, pitch 16383", mb, time_ms([&] {
+           enc_cloop<<<dim3((frames + 511) / 512, 1, 16), 256>>>(y, frames, frames, 512);
+         }));
   report("write, 8 rows x 1024 frames per block, pitch 16383", mb, time_ms([&] {
            long_runs<<<8 * sms, 256>>>(y, frames, frames, rows, (frames + 1023) / 1024);
          }));
+  {
+    // seedA's output (32 x 128 rows of 131070 frames, 2.1 GB) and the same rows with 131072.
+    const long ss_rows = 32L * 128;
+    float* z = nullptr;
+    CHECK(cudaMalloc(&z, ss_rows * 131072L * 4 + 256));
+    for (long fr : {131070L, 131072L}) {
+      const double zmb = ss_rows * fr * 4.0 / 1e6;
+      for (int contiguous : {0, 1}) {
+        for (int shifted : {0, 1, 2}) {
+          if (contiguous && shifted == 2) continue;
+          char what[120];
+          std::snprintf(what, sizeof what, "write, SS epilogue, rows of %ld, %s, %s", fr,
+                        contiguous ? "contiguous tiles" : "round-robin tiles",
+                        shifted == 2 ? "whole sectors inside tiles"
+                                     : (shifted ? "line-aligned" : "as computed"));
+          report(what, zmb, time_ms([&] {
+                   ss_pattern<<<sms, 256>>>(z, fr, fr, ss_rows, contiguous, shifted);
+                 }));
+        }
+      }
+    }
+    CHECK(cudaFree(z));
+  }
   CHECK(cudaFree(x));
   CHECK(cudaFree(y));
   CHECK(cudaFree(out));

@@ -608,6 +608,39 @@ TEST_CASE("cuda: pointwise tensor-core layers against the float64 oracle") {
   }
 }
 
+// Output rows of even length that start off 32-byte boundaries take the tensor-core kernel's
+// whole-sector epilogue: rows of 8k + 2, 4, 6 frames start 0, 2, 4 and 6 floats past a
+// boundary (every rotation), channel tiles with absent rows (whose lanes still shuffle), 64- and
+// 128-channel tiles, the last partial tile of a row, Conv1d and ConvTranspose1d.
+TEST_CASE("cuda: tensor-core outputs on rows off 32-byte boundaries against the float64 oracle") {
+  CUDA_OR_SKIP();
+  namespace cc = convbank::detail::cuda;
+  GridStats stats;
+  std::uint64_t seed = 2718;
+  using C = Conv1dOptions;
+  using T = ConvTranspose1dOptions;
+  run_config<Conv1d, C>({.in_channels = 24, .out_channels = 40, .kernel_size = 3}, 4, 4000, false,
+                        seed++, stats);  // 3998 frames
+  run_config<Conv1d, C>({.in_channels = 64, .out_channels = 130, .kernel_size = 3, .padding = 1}, 2,
+                        1002, false, seed++, stats);
+  run_config<Conv1d, C>({.in_channels = 32,
+                         .out_channels = 64,
+                         .kernel_size = 5,
+                         .padding = 3,
+                         .dilation = 2,
+                         .bias = false},
+                        2, 3000, false, seed++, stats);  // 2998 frames
+  run_config<ConvTranspose1d, T>({.in_channels = 48, .out_channels = 96, .kernel_size = 5}, 2, 1000,
+                                 false, seed++, stats);  // 1004 frames
+  MESSAGE("rows off 32-byte boundaries: worst ", stats.worst, "; kernels: ", join(stats.kernels));
+  CHECK(stats.runs == 4);
+  if (cc::wgmma_available()) {
+    for (const std::string& k : stats.kernels) {
+      CHECK_MESSAGE(k.find("_wgmma_ss_") != std::string::npos, k);
+    }
+  }
+}
+
 // ---- full-size workloads, checked on slices against float64 --------------------------------
 
 using convbank::detail::kWorkloads;  // workloads.md, GPU table
@@ -967,6 +1000,34 @@ TEST_CASE("cuda: memory-bound kernels (encoder, depthwise, decoder) against the 
         .padding_mode = PaddingMode::kCircular},
        2, 9000, true, dw);
   conv({.in_channels = 1, .out_channels = 1, .kernel_size = 3}, 3, 4097, false, dw);
+  // More depthwise rows: dilation 1 to 3, rows of odd lengths and offset views, channel
+  // multipliers, every padding mode, rows of one block and of several.
+  conv({.in_channels = 32,
+        .out_channels = 96,
+        .kernel_size = 3,
+        .padding = 1,
+        .groups = 32,
+        .padding_mode = PaddingMode::kReflect},
+       2, 9001, true, dw);
+  conv({.in_channels = 6,
+        .out_channels = 12,
+        .kernel_size = 7,
+        .padding = 9,
+        .dilation = 3,
+        .groups = 6,
+        .padding_mode = PaddingMode::kCircular},
+       3, 8191, false, dw);
+  conv({.in_channels = 5, .out_channels = 5, .kernel_size = 4, .dilation = 2, .groups = 5}, 2,
+       12347, true, dw);
+  conv({.in_channels = 3, .out_channels = 3, .kernel_size = 2, .groups = 3, .bias = false}, 4, 131,
+       false, dw);
+  conv({.in_channels = 7,
+        .out_channels = 7,
+        .kernel_size = 5,
+        .padding = 2,
+        .groups = 7,
+        .padding_mode = PaddingMode::kReplicate},
+       1, 4003, true, dw);
   transpose({.in_channels = 24, .out_channels = 4, .kernel_size = 16, .stride = 8, .padding = 4}, 4,
             13000, false, dec);
   transpose({.in_channels = 24, .out_channels = 4, .kernel_size = 16, .stride = 8, .padding = 4}, 4,
@@ -1006,7 +1067,7 @@ TEST_CASE("cuda: memory-bound kernels (encoder, depthwise, decoder) against the 
   cc::set_wgmma_policy(before);
   MESSAGE("memory-bound kernels: worst ", stats.worst, " at ", stats.worst_config,
           "; kernels: ", join(stats.kernels));
-  CHECK(stats.runs == 20);
+  CHECK(stats.runs == 25);
   CHECK(stats.kernels == expected);
 }
 
@@ -1233,12 +1294,21 @@ void for_each_kernel_family(Run&& run) {
     const Conv1dOptions o{.in_channels = 1, .out_channels = 70, .kernel_size = 64, .stride = 16};
     run(o, 2, 700);
   }
-  {
+  {  // depthwise
     const Conv1dOptions o{.in_channels = 8,
                           .out_channels = 8,
                           .kernel_size = 3,
                           .padding = 8,
                           .dilation = 8,
+                          .groups = 8};
+    run(o, 2, 300);
+  }
+  {  // ... strided, with a channel multiplier
+    const Conv1dOptions o{.in_channels = 8,
+                          .out_channels = 16,
+                          .kernel_size = 5,
+                          .stride = 2,
+                          .padding = 2,
                           .groups = 8};
     run(o, 2, 300);
   }

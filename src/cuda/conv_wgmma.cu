@@ -624,8 +624,10 @@ __device__ __forceinline__ bool bar_any128(int id, bool v) {
 }
 
 // kD2s: a strided ConvTranspose1d as one depth-to-space convolution (WgArgs::d2s); a template
-// flag so that the other convolutions' epilogue is untouched.
-template <bool kTransposed, int kCoTile, bool kD2s = false>
+// flag so that the other convolutions' epilogue is untouched. kSectors: the epilogue for output
+// rows that start off 32-byte boundaries (see there), also its own instantiation: the same code
+// behind a runtime flag made every shape's kernel 3-8 % slower (ptxas spilled).
+template <bool kTransposed, int kCoTile, bool kD2s = false, bool kSectors = false>
 __global__ void __launch_bounds__(kSsThreads, 1)
     conv1d_wgmma_ss_kernel(WgArgs a, const int* weights_nonfinite) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -836,6 +838,49 @@ __global__ void __launch_bounds__(kSsThreads, 1)
           if (o >= 0 && o < a.y_frames) row[o] = sum[4 * (i >> 1) + 2 * h + (i & 1)] + bias;
         }
       }
+    } else if constexpr (kSectors) {
+      // Rows of even length that do not start on a 32-byte boundary (seedA's 131070 frames).
+      // A 32-byte run of a row (8 frames) is held by one quad of lanes, but here it straddles
+      // two sectors of memory, and sectors written in two parts measured 2x slower as a store
+      // pattern (seedA's output alone: 2.05 vs 1.04 ms, scripts/cuda_ceilings.cu). So each
+      // quad rotates its pairs by h2 lanes and stores whole sectors from frame t0w + 2 h2; the
+      // two pieces before and after them are shared with the neighbouring tiles. Source lane q
+      // sends run i where q >= h2, run i + 1 where q < h2.
+      float* yb = a.y + t.b * a.y_bs + t.g * a.cout_g * a.y_cs;
+      const std::int64_t t0w = t.t0 + wg_t;  // this warpgroup's first frame, a multiple of 128
+      const int quad = lane & ~3;
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int co = co0 + 8 * h;
+        const bool live = co < a.cout_g;  // not a branch: every lane takes part in the shuffles
+        float* row = yb + co * a.y_cs;
+        const float bias = live && a.bias != nullptr ? __ldg(a.bias + t.g * a.cout_g + co) : 0.0f;
+        auto store = [&](std::int64_t f, float v0, float v1) {
+          if (f + 1 < a.out_frames) {
+            *reinterpret_cast<float2*>(row + f) = make_float2(v0, v1);
+          } else if (f < a.out_frames) {
+            row[f] = v0;
+          }
+        };
+        const int e = static_cast<int>((reinterpret_cast<std::uintptr_t>(row) >> 2) & 7);
+        const int h2 = ((8 - e) & 7) >> 1;  // e is even: rows are 8-byte aligned (y_vec2)
+        const int src = quad + ((q + h2) & 3);
+        const bool mine = q >= h2;
+#pragma unroll
+        for (int i = 0; i < 16; ++i) {
+          const int n = i < 15 ? i + 1 : i;
+          const float s0 = mine ? sum[4 * i + 2 * h] : sum[4 * n + 2 * h];
+          const float s1 = mine ? sum[4 * i + 2 * h + 1] : sum[4 * n + 2 * h + 1];
+          const float v0 = __shfl_sync(0xffffffffu, s0, src) + bias;
+          const float v1 = __shfl_sync(0xffffffffu, s1, src) + bias;
+          if (live && (i < 15 || h2 == 0)) store(t0w + 2 * h2 + 2 * q + 8 * i, v0, v1);
+        }
+        if (live && h2 != 0) {  // run 0 before the first boundary, run 15 after the last
+          const float v0 = (q < h2 ? sum[2 * h] : sum[60 + 2 * h]) + bias;
+          const float v1 = (q < h2 ? sum[2 * h + 1] : sum[61 + 2 * h]) + bias;
+          store(tb + (q < h2 ? 0 : 120), v0, v1);
+        }
+      }
     } else {
       float* yb = a.y + t.b * a.y_bs + t.g * a.cout_g * a.y_cs;
 #pragma unroll
@@ -955,6 +1000,12 @@ bool kernel_loaded() {
                              cudaFuncAttributeMaxDynamicSharedMemorySize,
                              static_cast<int>(kWgMaxSmem)) != cudaSuccess ||
         cudaFuncSetAttribute(conv1d_wgmma_ss_kernel<kT, 64>,
+                             cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             static_cast<int>(kWgMaxSmem)) != cudaSuccess ||
+        cudaFuncSetAttribute(conv1d_wgmma_ss_kernel<kT, 128, false, true>,
+                             cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             static_cast<int>(kWgMaxSmem)) != cudaSuccess ||
+        cudaFuncSetAttribute(conv1d_wgmma_ss_kernel<kT, 64, false, true>,
                              cudaFuncAttributeMaxDynamicSharedMemorySize,
                              static_cast<int>(kWgMaxSmem)) != cudaSuccess ||
         (kT && (cudaFuncSetAttribute(conv1d_wgmma_ss_kernel<kT, 128, kT>,
@@ -1087,7 +1138,20 @@ void launch_ss(WgArgs a, int co_tile, cudaStream_t stream, const char* name,
   // Persistent blocks, one per multiprocessor (the shared memory of one block is most of it).
   const std::int64_t items = a.bg_count * a.t_tiles * a.n_tiles;
   const unsigned grid = grid_dim(items < num_sms() ? items : num_sms(), kMaxGridX);
-  if (co_tile == 128) {
+  // Whole-sector stores for 8-byte aligned rows that are not all 32-byte aligned (the kernel's
+  // kSectors epilogue); CONVBANK_CUDA_SS_SECTORS=0 turns them off (read once).
+  static const bool sectors_off = std::getenv("CONVBANK_CUDA_SS_SECTORS") != nullptr &&
+                                  env_int("CONVBANK_CUDA_SS_SECTORS") == 0;
+  const bool sectors =
+      !kD2s && !sectors_off && a.y_vec2 &&
+      !(reinterpret_cast<std::uintptr_t>(a.y) % 32 == 0 && a.y_cs % 8 == 0 && a.y_bs % 8 == 0);
+  if (sectors) {
+    if (co_tile == 128) {
+      conv1d_wgmma_ss_kernel<kT, 128, false, true><<<grid, kSsThreads, geo.smem, stream>>>(a, flag);
+    } else {
+      conv1d_wgmma_ss_kernel<kT, 64, false, true><<<grid, kSsThreads, geo.smem, stream>>>(a, flag);
+    }
+  } else if (co_tile == 128) {
     conv1d_wgmma_ss_kernel<kT, 128, kD2s><<<grid, kSsThreads, geo.smem, stream>>>(a, flag);
   } else {
     conv1d_wgmma_ss_kernel<kT, 64, kD2s><<<grid, kSsThreads, geo.smem, stream>>>(a, flag);
