@@ -98,6 +98,10 @@ if has bench && [ -x "$BUILD/apps/bench_cuda/convbank-bench-cuda" ]; then
     CONVBANK_CUDA_WGMMA_SS=0 timeout "$(budget 90)" "$BUILD/apps/bench_cuda/convbank-bench-cuda" \
       --no-cudnn --workload all --workload offlist 2>/dev/null |
       grep -E '^\| (seed|enc|dec|tcn|up|x_)' >>"$OUT/bench.md"
+    # Rows off 32-byte boundaries with the SS kernel's plain epilogue instead of whole sectors.
+    echo "## CONVBANK_CUDA_SS_SECTORS=0" >>"$OUT/bench.md"
+    CONVBANK_CUDA_SS_SECTORS=0 timeout "$(budget 60)" "$BUILD/apps/bench_cuda/convbank-bench-cuda" \
+      --no-cudnn --workload seedA --workload seedB 2>/dev/null | grep -E '^\| seed' >>"$OUT/bench.md"
     # Strided ConvTranspose1d without depth-to-space (phase convolutions, phase GEMM, decoders).
     echo "## CONVBANK_CUDA_D2S=0" >>"$OUT/bench.md"
     CONVBANK_CUDA_D2S=0 timeout "$(budget 60)" "$BUILD/apps/bench_cuda/convbank-bench-cuda" \
