@@ -608,10 +608,11 @@ TEST_CASE("cuda: pointwise tensor-core layers against the float64 oracle") {
   }
 }
 
-// Output rows of even length that start off 32-byte boundaries take the tensor-core kernel's
-// whole-sector epilogue: rows of 8k + 2, 4, 6 frames start 0, 2, 4 and 6 floats past a
-// boundary (every rotation), channel tiles with absent rows (whose lanes still shuffle), 64- and
-// 128-channel tiles, the last partial tile of a row, Conv1d and ConvTranspose1d.
+// Output rows that start off 32-byte boundaries take the tensor-core kernel's whole-sector
+// epilogue: rows of 8k + 1..7 frames start 0..7 floats past a boundary (every rotation, odd
+// ones included), offset views whose untouched neighbours are checked, channel tiles with
+// absent rows (whose lanes still shuffle), 64- and 128-channel tiles, the last partial tile of
+// a row, Conv1d and ConvTranspose1d.
 TEST_CASE("cuda: tensor-core outputs on rows off 32-byte boundaries against the float64 oracle") {
   CUDA_OR_SKIP();
   namespace cc = convbank::detail::cuda;
@@ -632,8 +633,14 @@ TEST_CASE("cuda: tensor-core outputs on rows off 32-byte boundaries against the 
                         2, 3000, false, seed++, stats);  // 2998 frames
   run_config<ConvTranspose1d, T>({.in_channels = 48, .out_channels = 96, .kernel_size = 5}, 2, 1000,
                                  false, seed++, stats);  // 1004 frames
+  run_config<ConvTranspose1d, T>({.in_channels = 48, .out_channels = 96, .kernel_size = 5}, 2, 999,
+                                 false, seed++, stats);  // 1003 frames
+  run_config<Conv1d, C>({.in_channels = 24, .out_channels = 40, .kernel_size = 3}, 4, 4001, true,
+                        seed++, stats);  // 3999 frames in views of pitch 4006
+  run_config<Conv1d, C>({.in_channels = 64, .out_channels = 130, .kernel_size = 3, .padding = 1}, 2,
+                        1001, true, seed++, stats);
   MESSAGE("rows off 32-byte boundaries: worst ", stats.worst, "; kernels: ", join(stats.kernels));
-  CHECK(stats.runs == 4);
+  CHECK(stats.runs == 7);
   if (cc::wgmma_available()) {
     for (const std::string& k : stats.kernels) {
       CHECK_MESSAGE(k.find("_wgmma_ss_") != std::string::npos, k);

@@ -839,13 +839,15 @@ __global__ void __launch_bounds__(kSsThreads, 1)
         }
       }
     } else if constexpr (kSectors) {
-      // Rows of even length that do not start on a 32-byte boundary (seedA's 131070 frames).
-      // A 32-byte run of a row (8 frames) is held by one quad of lanes, but here it straddles
-      // two sectors of memory, and sectors written in two parts measured 2x slower as a store
-      // pattern (seedA's output alone: 2.05 vs 1.04 ms, scripts/cuda_ceilings.cu). So each
-      // quad rotates its pairs by h2 lanes and stores whole sectors from frame t0w + 2 h2; the
-      // two pieces before and after them are shared with the neighbouring tiles. Source lane q
-      // sends run i where q >= h2, run i + 1 where q < h2.
+      // Output rows that do not all start on a 32-byte boundary (seedA's 131070 frames, any
+      // odd length). A 32-byte run of a row (8 frames) is held by one quad of lanes, but here
+      // it straddles two sectors of memory, and sectors written in two parts measured 2x
+      // slower as a store pattern (seedA's output alone: 2.05 vs 1.04 ms,
+      // scripts/cuda_ceilings.cu). So each quad rotates its values by the a0 frames from the
+      // tile's start to the row's first boundary and stores whole sectors, as 8-byte pairs,
+      // from there; the pieces before and after them are shared with the neighbouring tiles.
+      // Destination lane q's element p comes from lane q + c_p (mod 4), c_p = (a0 + p) / 2,
+      // element (a0 + p) % 2, of run i, or of run i + 1 where the source lane is below c_p.
       float* yb = a.y + t.b * a.y_bs + t.g * a.cout_g * a.y_cs;
       const std::int64_t t0w = t.t0 + wg_t;  // this warpgroup's first frame, a multiple of 128
       const int quad = lane & ~3;
@@ -855,30 +857,38 @@ __global__ void __launch_bounds__(kSsThreads, 1)
         const bool live = co < a.cout_g;  // not a branch: every lane takes part in the shuffles
         float* row = yb + co * a.y_cs;
         const float bias = live && a.bias != nullptr ? __ldg(a.bias + t.g * a.cout_g + co) : 0.0f;
-        auto store = [&](std::int64_t f, float v0, float v1) {
-          if (f + 1 < a.out_frames) {
-            *reinterpret_cast<float2*>(row + f) = make_float2(v0, v1);
-          } else if (f < a.out_frames) {
-            row[f] = v0;
-          }
-        };
-        const int e = static_cast<int>((reinterpret_cast<std::uintptr_t>(row) >> 2) & 7);
-        const int h2 = ((8 - e) & 7) >> 1;  // e is even: rows are 8-byte aligned (y_vec2)
-        const int src = quad + ((q + h2) & 3);
-        const bool mine = q >= h2;
+        const int a0 = (8 - static_cast<int>((reinterpret_cast<std::uintptr_t>(row) >> 2) & 7)) & 7;
+        const int c0 = a0 >> 1, c1 = (a0 + 1) >> 1;
+        const int src0 = quad + ((q + c0) & 3), src1 = quad + ((q + c1) & 3);
+        const bool odd = (a0 & 1) != 0;
 #pragma unroll
         for (int i = 0; i < 16; ++i) {
           const int n = i < 15 ? i + 1 : i;
-          const float s0 = mine ? sum[4 * i + 2 * h] : sum[4 * n + 2 * h];
-          const float s1 = mine ? sum[4 * i + 2 * h + 1] : sum[4 * n + 2 * h + 1];
-          const float v0 = __shfl_sync(0xffffffffu, s0, src) + bias;
-          const float v1 = __shfl_sync(0xffffffffu, s1, src) + bias;
-          if (live && (i < 15 || h2 == 0)) store(t0w + 2 * h2 + 2 * q + 8 * i, v0, v1);
+          // Selects between fixed indices: an index computed at run time would put sum[] in
+          // local memory.
+          const float* ri = sum + 4 * i + 2 * h;
+          const float* rn = sum + 4 * n + 2 * h;
+          const float x0 = q < c0 ? (odd ? rn[1] : rn[0]) : (odd ? ri[1] : ri[0]);
+          const float x1 = q < c1 ? (odd ? rn[0] : rn[1]) : (odd ? ri[0] : ri[1]);
+          const float v0 = __shfl_sync(0xffffffffu, x0, src0) + bias;
+          const float v1 = __shfl_sync(0xffffffffu, x1, src1) + bias;
+          const std::int64_t f = t0w + a0 + 2 * q + 8 * i;  // 8-byte aligned
+          if (live && (i < 15 || a0 == 0)) {
+            if (f + 1 < a.out_frames) {
+              *reinterpret_cast<float2*>(row + f) = make_float2(v0, v1);
+            } else if (f < a.out_frames) {
+              row[f] = v0;
+            }
+          }
         }
-        if (live && h2 != 0) {  // run 0 before the first boundary, run 15 after the last
-          const float v0 = (q < h2 ? sum[2 * h] : sum[60 + 2 * h]) + bias;
-          const float v1 = (q < h2 ? sum[2 * h + 1] : sum[61 + 2 * h]) + bias;
-          store(tb + (q < h2 ? 0 : 120), v0, v1);
+        if (live && a0 != 0) {  // run 0 before the first boundary, run 15 after the last
+#pragma unroll
+          for (int p = 0; p < 2; ++p) {
+            const int k = 2 * q + p;
+            const std::int64_t f = t0w + (k < a0 ? k : 120 + k);
+            const float v = (k < a0 ? sum[2 * h + p] : sum[60 + 2 * h + p]) + bias;
+            if (f < a.out_frames) row[f] = v;
+          }
         }
       }
     } else {
@@ -1138,12 +1148,12 @@ void launch_ss(WgArgs a, int co_tile, cudaStream_t stream, const char* name,
   // Persistent blocks, one per multiprocessor (the shared memory of one block is most of it).
   const std::int64_t items = a.bg_count * a.t_tiles * a.n_tiles;
   const unsigned grid = grid_dim(items < num_sms() ? items : num_sms(), kMaxGridX);
-  // Whole-sector stores for 8-byte aligned rows that are not all 32-byte aligned (the kernel's
-  // kSectors epilogue); CONVBANK_CUDA_SS_SECTORS=0 turns them off (read once).
+  // Whole-sector stores for output rows that are not all 32-byte aligned (the kernel's kSectors
+  // epilogue); CONVBANK_CUDA_SS_SECTORS=0 turns them off (read once).
   static const bool sectors_off = std::getenv("CONVBANK_CUDA_SS_SECTORS") != nullptr &&
                                   env_int("CONVBANK_CUDA_SS_SECTORS") == 0;
   const bool sectors =
-      !kD2s && !sectors_off && a.y_vec2 &&
+      !kD2s && !sectors_off &&
       !(reinterpret_cast<std::uintptr_t>(a.y) % 32 == 0 && a.y_cs % 8 == 0 && a.y_bs % 8 == 0);
   if (sectors) {
     if (co_tile == 128) {
