@@ -46,80 +46,50 @@ __global__ void copy4(const float4* x, float4* y, long n4) {
     y[i] = __ldg(x + i);
 }
 
+// One warp's share of the encoder kernel's stores: 8 rows (row0 ..) x 128 frames from t0, lane
+// frames lane + 32 j, each row's tile moved left by the floats its start sits past a 128-byte
+// line where `lined` (then no line is shared by two tiles).
+__device__ void warp_rows8(float* y, long pitch, long frames, long row0, long t0, bool lined) {
+  const int lane = threadIdx.x & 31;
+#pragma unroll
+  for (int c = 0; c < 8; ++c) {
+    float* row = y + (row0 + c) * pitch;
+    const long m = lined ? static_cast<long>((reinterpret_cast<unsigned long>(row) >> 2) & 31) : 0;
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const long t = t0 - m + lane + 32 * j;
+      if (t >= 0 && t < frames) row[t] = static_cast<float>(t);
+    }
+  }
+}
+
 // The encoder kernel's store pattern without its arithmetic: a block of 8 warps writes 64 rows
-// x 128 frames, each warp 8 rows, a lane frames lane + 32 j; blocks loop over frame tiles.
-__global__ void enc_pattern(float* y, long pitch, long frames, long rows_per_b, long t_tiles) {
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  const long b = blockIdx.z, c0 = blockIdx.y * 64L + warp * 8;
-  for (long tt = blockIdx.x; tt < t_tiles; tt += gridDim.x) {
-    const long t0 = tt * 128;
-#pragma unroll
-    for (int c = 0; c < 8; ++c) {
-      float* row = y + (b * rows_per_b + c0 + c) * pitch;
-#pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        const long t = t0 + lane + 32 * j;
-        if (t < frames) row[t] = static_cast<float>(t);
-      }
-    }
+// x 128 frames, each warp 8 rows; blocks loop over frame tiles. lined: each row's tiles moved
+// to its 128-byte lines (one more tile per row).
+__global__ void enc_pattern(float* y, long pitch, long frames, long rows_per_b, long t_tiles,
+                            bool lined) {
+  const long b = blockIdx.z, c0 = blockIdx.y * 64L + (threadIdx.x >> 5) * 8;
+  for (long tt = blockIdx.x; tt < t_tiles + (lined ? 1 : 0); tt += gridDim.x) {
+    warp_rows8(y, pitch, frames, b * rows_per_b + c0, tt * 128, lined);
   }
 }
 
-// The encoder's pattern with each row's tiles moved left by the floats its start sits past a
-// 128-byte line, so that every store of a warp is one whole line and no line is shared by two
-// tiles (one more tile per row).
-__global__ void enc_shifted(float* y, long pitch, long frames, long rows_per_b, long t_tiles) {
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  const long b = blockIdx.z, c0 = blockIdx.y * 64L + warp * 8;
-  for (long tt = blockIdx.x; tt < t_tiles + 1; tt += gridDim.x) {
-#pragma unroll
-    for (int c = 0; c < 8; ++c) {
-      float* row = y + (b * rows_per_b + c0 + c) * pitch;
-      const long m = static_cast<long>((reinterpret_cast<unsigned long>(row) >> 2) & 31);
-      const long t0 = tt * 128 - m;
-#pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        const long t = t0 + lane + 32 * j;
-        if (t >= 0 && t < frames) row[t] = static_cast<float>(t);
-      }
-    }
-  }
-}
-
-// The encoder's per-warp work (8 rows x 128 frames) with the block's 8 warps side by side along
-// time (8 rows x 1024 frames per block).
+// The encoder's per-warp work with the block's 8 warps side by side along time (8 rows x 1024
+// frames per block).
 __global__ void enc_wide(float* y, long pitch, long frames, long rows_per_b, long t_tiles) {
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const long b = blockIdx.z, c0 = blockIdx.y * 8L;
   for (long tt = blockIdx.x; tt < t_tiles; tt += gridDim.x) {
-    const long t0 = tt * 1024 + warp * 128;
-#pragma unroll
-    for (int c = 0; c < 8; ++c) {
-      float* row = y + (b * rows_per_b + c0 + c) * pitch;
-#pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        const long t = t0 + lane + 32 * j;
-        if (t < frames) row[t] = static_cast<float>(t);
-      }
-    }
+    warp_rows8(y, pitch, frames, b * rows_per_b + c0, tt * 1024 + (threadIdx.x >> 5) * 128, false);
   }
 }
 
 // A block keeps one 512-frame window and loops over the channels, 16 at a time: warp w writes
 // 8 rows (w / 4) x 128 frames (w % 4), the encoder's per-warp work.
 __global__ void enc_cloop(float* y, long pitch, long frames, long rows_per_b) {
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int warp = threadIdx.x >> 5;
   const long b = blockIdx.z, t0 = blockIdx.x * 512L + (warp & 3) * 128;
   for (long c0 = (warp >> 2) * 8; c0 < rows_per_b; c0 += 16) {
-#pragma unroll
-    for (int c = 0; c < 8; ++c) {
-      float* row = y + (b * rows_per_b + c0 + c) * pitch;
-#pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        const long t = t0 + lane + 32 * j;
-        if (t < frames) row[t] = static_cast<float>(t);
-      }
-    }
+    warp_rows8(y, pitch, frames, b * rows_per_b + c0, t0, false);
   }
 }
 
@@ -238,11 +208,13 @@ int main() {
   for (long pitch : {frames, 16384L}) {
     char what[96];
     std::snprintf(what, sizeof what, "write, encoder pattern (64 rows x 128), pitch %ld", pitch);
-    report(what, mb,
-           time_ms([&] { enc_pattern<<<dim3(9, 8, 16), 256>>>(y, pitch, frames, 512, t_tiles); }));
+    report(what, mb, time_ms([&] {
+             enc_pattern<<<dim3(9, 8, 16), 256>>>(y, pitch, frames, 512, t_tiles, false);
+           }));
   }
-  report("write, encoder pattern, tiles line-aligned per row, pitch 16383", mb,
-         time_ms([&] { enc_shifted<<<dim3(9, 8, 16), 256>>>(y, frames, frames, 512, t_tiles); }));
+  report("write, encoder pattern, tiles line-aligned per row, pitch 16383", mb, time_ms([&] {
+           enc_pattern<<<dim3(9, 8, 16), 256>>>(y, frames, frames, 512, t_tiles, true);
+         }));
   report("write, encoder warps along time (8 rows x 1024), pitch 16383", mb, time_ms([&] {
            enc_wide<<<dim3(2, 64, 16), 256>>>(y, frames, frames, 512, (frames + 1023) / 1024);
          }));
