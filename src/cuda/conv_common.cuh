@@ -108,6 +108,11 @@ inline int env_int(const char* name) {
   return v != nullptr ? std::atoi(v) : 0;
 }
 
+// An on-by-default feature's off switch: true when the variable is set to 0.
+inline bool env_off(const char* name) {
+  return std::getenv(name) != nullptr && env_int(name) == 0;
+}
+
 // Grid extents are capped; kernels loop over the rest (64-bit work counts).
 constexpr std::int64_t kMaxGridX = 1LL << 30;
 constexpr std::int64_t kMaxGridYZ = 65535;

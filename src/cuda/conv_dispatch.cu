@@ -144,8 +144,7 @@ bool use_wgmma(std::int64_t fmas, std::int64_t cout_g, bool fill_free) {
 // CONVBANK_CUDA_WGMMA=1 takes it wherever it applies; CONVBANK_CUDA_S2D=0 turns it off (read
 // once).
 bool s2d_wins(const Conv1dParams& p) {
-  static const bool off =
-      std::getenv("CONVBANK_CUDA_S2D") != nullptr && env_int("CONVBANK_CUDA_S2D") == 0;
+  static const bool off = env_off("CONVBANK_CUDA_S2D");
   if (off) return false;
   return wgmma_policy() == WgmmaPolicy::kAlways || p.in_channels * p.kernel_size >= 128;
 }
@@ -180,8 +179,7 @@ const char* wgmma_name(WgmmaKind kind, int ss_tile) {
 // rows half used), 512 -> 4 K16 s8 0.88 vs 1.03, 64 -> 4 0.21 vs 0.36, and a small 24 -> 4
 // 0.030 vs 0.027 (2026-11-30). CONVBANK_CUDA_D2S=0 turns it off (read once).
 bool d2s_on() {
-  static const bool off =
-      std::getenv("CONVBANK_CUDA_D2S") != nullptr && env_int("CONVBANK_CUDA_D2S") == 0;
+  static const bool off = env_off("CONVBANK_CUDA_D2S");
   return !off;
 }
 

@@ -41,6 +41,8 @@
 // a block with a non-finite stored output, or any block when the weight split flagged a
 // non-finite weight, recomputes its outputs with the direct fp32 formula, which gives
 // PyTorch's classes exactly. Finite data pays one compare per output.
+#include <cuda.h>  // CUtensorMap (the tensor map itself comes from the driver at run time)
+
 #include <algorithm>
 #include <mutex>
 #include <string>
@@ -94,6 +96,9 @@ struct WgArgs {
   // raw_pitch = span + 4 (span with x_vec).
   int raw_pitch;
   std::uint32_t raw_quads_div;
+  // SS kernel: each job's input rows arrive as one bulk tensor copy (TMA, the kernel's tensor
+  // map over (frame, channel, group, batch)) instead of the producer's 16-byte pieces.
+  bool x_tma;
   std::int64_t t_tiles;
   int n_tiles;
   // ConvTranspose1d at stride s > 1 runs as s phase convolutions (phases = s, dilation 1,
@@ -189,17 +194,17 @@ __device__ __forceinline__ std::uint64_t smem_desc(std::uint32_t addr, std::uint
          (static_cast<std::uint64_t>(sbo >> 4) << 32);
 }
 
-__device__ __forceinline__ std::uint32_t to_tf32(float x) {
-  std::uint32_t r;
-  asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(x));
-  return r;
-}
-
-// x = big + small; false when the split is not exact (x or its rounding is not finite).
+// x = big + small on the tensor cores, which read a tf32 operand's top 19 bits and ignore the
+// other 13: big is x rounded to nearest (ties away from zero) and cleared below, small the exact
+// rest with half a tf32 ulp added, so that the tensor cores see it rounded to nearest too. In
+// integer form that is 4 instructions; cvt.rna.tf32.f32 is 4 on sm_90 (it tests for Inf and NaN),
+// twice plus the subtraction made 9, most of the input split's work. Non-finite x, and finite x
+// whose big part rounds to Inf (within half a tf32 ulp of FLT_MAX), give a non-finite rest (a
+// non-finite product, so the kernels' fallback runs); false then.
 __device__ __forceinline__ bool split_tf32(float x, std::uint32_t& big, std::uint32_t& small) {
-  big = to_tf32(x);
+  big = (__float_as_uint(x) + 0x1000u) & 0xFFFFE000u;
   const float rest = x - __uint_as_float(big);
-  small = to_tf32(rest);
+  small = __float_as_uint(rest) + 0x1000u;
   return fabsf(rest) < INFINITY;
 }
 
@@ -654,13 +659,28 @@ __device__ __forceinline__ void mbar_wait(std::uint32_t bar, std::uint32_t parit
   } while (done == 0);
 }
 
+// Arms the barrier for `bytes` and copies the box of the 4-d tensor map at coordinates (c0, c1,
+// c2, c3) (one thread); the copy engine zero-fills what lies outside the tensor.
+__device__ __forceinline__ void tensor_copy_4d(std::uint32_t dst, const CUtensorMap& map, int c0,
+                                               int c1, int c2, int c3, std::uint32_t bytes,
+                                               std::uint32_t bar) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes)
+               : "memory");
+  asm volatile(
+      "cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], "
+      "[%1, {%2, %3, %4, %5}], [%6];\n" ::"r"(dst),
+      "l"(reinterpret_cast<std::uint64_t>(&map)), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(bar)
+      : "memory");
+}
+
 // kD2s: a strided ConvTranspose1d as one depth-to-space convolution (WgArgs::d2s); a template
 // flag so that the other convolutions' epilogue is untouched. kSectors: the epilogue for output
 // rows that start off 32-byte boundaries (see there), also its own instantiation: the same code
 // behind a runtime flag made every shape's kernel 3-8 % slower (ptxas spilled).
 template <bool kTransposed, int kCoTile, bool kD2s = false, bool kSectors = false>
 __global__ void __launch_bounds__(kSsThreads, 1)
-    conv1d_wgmma_ss_kernel(WgArgs a, const int* weights_nonfinite) {
+    conv1d_wgmma_ss_kernel(WgArgs a, const int* weights_nonfinite,
+                           const __grid_constant__ CUtensorMap x_map) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   constexpr int kFrames = ss_block_frames(kCoTile);
   extern __shared__ __align__(128) float smem[];
@@ -670,14 +690,15 @@ __global__ void __launch_bounds__(kSsThreads, 1)
   float* const raw = smem + kSsStages * stage;  // [2][ci_chunk][raw_pitch], the copied input
   const int raw_plane = a.ci_chunk * a.raw_pitch;
   // The stages' weight barriers, after the copy buffers (8-byte aligned: every size above is
-  // even).
+  // even), then the copy buffers' barriers (x_tma).
   const std::uint32_t wbar = smem_addr(raw + 2 * raw_plane);
+  const std::uint32_t rbar = wbar + 8 * kSsStages;
   const int wg = threadIdx.x >> 7, tid = threadIdx.x & 127;
   const std::int64_t tiles = a.t_tiles * a.n_tiles;
   const std::int64_t items = a.bg_count * tiles;
   if (blockIdx.x >= items) return;
   if (threadIdx.x == 0) {
-    for (int s = 0; s < kSsStages; ++s) mbar_init(wbar + 8 * s, 1);
+    for (int s = 0; s < kSsStages + 2; ++s) mbar_init(wbar + 8 * s, 1);
     mbar_fence_init();
   }
   __syncthreads();
@@ -712,9 +733,12 @@ __global__ void __launch_bounds__(kSsThreads, 1)
     // Asking for more than the allocation makes setmaxnreg.inc wait forever.
     asm volatile("setmaxnreg.dec.sync.aligned.u32 56;\n" ::: "memory");
     // Producer. Job j: weights -> stage j % kSsStages (one bulk copy, which the consumers wait
-    // for), input -> raw[j % 2] (a cp.async group, a job ahead), then split into the stage's
-    // planes. It waited for the weights itself before (a cp.async group per job): an L2 round
-    // trip per job that, with the consumers idle, took tcn_pointwise 0.61 ms and seedA 1.90.
+    // for), input -> raw[j % 2] a job ahead (x_tma: one bulk tensor copy and a transaction
+    // barrier per buffer; otherwise a cp.async group of 16-byte pieces), then split into the
+    // stage's planes. It waited for the weights itself before (a cp.async group per job): an L2
+    // round trip per job that, with the consumers idle, took tcn_pointwise 0.61 ms and seedA
+    // 1.90. The 16-byte pieces cost about 40 instructions each (addresses, edge tests): with the
+    // tensor copy tcn_pointwise went from 0.607 to 0.414 ms.
     std::int64_t item = blockIdx.x;
     Tile t = tile_at(item);
     int c = 0;
@@ -723,6 +747,14 @@ __global__ void __launch_bounds__(kSsThreads, 1)
       return a.x + tt.b * a.x_bs + (tt.g * a.cin_g + cc * a.ci_chunk) * a.x_cs;
     };
     auto copy_input = [&](const Tile& tt, int cc, int slot) {
+      if (a.x_tma) {
+        if (tid == 0) {
+          tensor_copy_4d(smem_addr(raw + slot * raw_plane), x_map, static_cast<int>(tt.slab0),
+                         cc * a.ci_chunk, static_cast<int>(tt.g), static_cast<int>(tt.b),
+                         static_cast<std::uint32_t>(sizeof(float) * raw_plane), rbar + 8 * slot);
+        }
+        return;
+      }
       const int rows = min(a.ci_chunk, a.cin_g - cc * a.ci_chunk);
       if (a.x_vec) {
         copy_slab(a, raw + slot * raw_plane, a.raw_pitch, chunk_x(tt, cc), rows, tt.slab0, tid,
@@ -753,9 +785,13 @@ __global__ void __launch_bounds__(kSsThreads, 1)
         if (nitem < items) nt = tile_at(nitem);
       }
       if (nitem < items) copy_input(nt, nc, static_cast<int>((j + 1) & 1));
-      cp_async_commit();
-      cp_async_wait<1>();  // this job's input has landed (this thread's copies)
-      bar_sync(kBarProducer, 128);
+      if (a.x_tma) {
+        mbar_wait(rbar + 8 * (j & 1), static_cast<std::uint32_t>(j >> 1) & 1);
+      } else {
+        cp_async_commit();
+        cp_async_wait<1>();  // this job's input has landed (this thread's copies)
+        bar_sync(kBarProducer, 128);
+      }
       const float* r = raw + (j & 1) * raw_plane;
       uint4* big = reinterpret_cast<uint4*>(st + a_stage);
       uint4* small = big + b_plane / 4;
@@ -1020,7 +1056,7 @@ SsGeometry ss_geometry(int co_tile, int taps, int dilation, bool aligned = false
     const std::size_t b_plane = static_cast<std::size_t>(g.ci_chunk) * g.span;
     const std::size_t raw_plane = static_cast<std::size_t>(g.ci_chunk) * (g.span + 4);
     g.smem = (kSsStages * (2 * co_tile * rt + 2 * b_plane) + 2 * raw_plane) * sizeof(float) +
-             kSsStages * sizeof(std::uint64_t);
+             (kSsStages + 2) * sizeof(std::uint64_t);
     if (g.smem <= kWgMaxSmem || g.ci_chunk == 8) return g;
   }
 }
@@ -1170,6 +1206,50 @@ void set_alignment(WgArgs& a) {
   a.y_vec2 = reinterpret_cast<std::uintptr_t>(a.y) % 8 == 0 && a.y_cs % 2 == 0 && a.y_bs % 2 == 0;
 }
 
+// The input's tensor map for the SS kernel's bulk tensor copies (WgArgs::x_tma): dimensions
+// (frame, channel of the group, group, batch), a box of span frames x ci_chunk channels, zeros
+// outside. False where the copy engine cannot take the view (rows not 16-byte aligned, a box
+// wider than 256 frames, frame coordinates past int32, strides the driver rejects) or the driver
+// has no tensor maps; the producer then copies 16-byte pieces itself. CONVBANK_CUDA_SS_TMA=0:
+// never (read once).
+bool encode_input_map(const WgArgs& a, CUtensorMap& map) {
+  using Encode =
+      CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*,
+                   const cuuint64_t*, const cuuint32_t*, const cuuint32_t*, CUtensorMapInterleave,
+                   CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
+  static const Encode encode = []() -> Encode {
+    if (env_off("CONVBANK_CUDA_SS_TMA")) return nullptr;
+    void* fn = nullptr;
+    cudaDriverEntryPointQueryResult found{};
+    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault,
+                                         &found) != cudaSuccess ||
+        found != cudaDriverEntryPointSuccess) {
+      cudaGetLastError();
+      return nullptr;
+    }
+    return reinterpret_cast<Encode>(fn);
+  }();
+  constexpr std::int64_t kCoordMax = std::int64_t{1} << 30;
+  if (encode == nullptr || !a.x_vec || a.span > 256 || a.ci_chunk > 256 || a.raw_pitch != a.span ||
+      a.in_frames >= kCoordMax || a.in_offset <= -kCoordMax ||
+      a.in_offset + a.t_tiles * ss_block_frames(a.cols) >= kCoordMax) {
+    return false;
+  }
+  const cuuint64_t dims[4] = {static_cast<cuuint64_t>(a.in_frames),
+                              static_cast<cuuint64_t>(a.cin_g), static_cast<cuuint64_t>(a.groups),
+                              static_cast<cuuint64_t>(a.bg_count / a.groups)};
+  const cuuint64_t strides[3] = {static_cast<cuuint64_t>(a.x_cs) * sizeof(float),
+                                 static_cast<cuuint64_t>(a.x_cs) * a.cin_g * sizeof(float),
+                                 static_cast<cuuint64_t>(a.x_bs) * sizeof(float)};
+  const cuuint32_t box[4] = {static_cast<cuuint32_t>(a.span), static_cast<cuuint32_t>(a.ci_chunk),
+                             1, 1};
+  const cuuint32_t steps[4] = {1, 1, 1, 1};
+  return encode(&map, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 4, const_cast<float*>(a.x), dims, strides,
+                box, steps, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE,
+                CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+}
+
 template <bool kT, bool kD2s = false>
 void launch_ss(WgArgs a, int co_tile, cudaStream_t stream, const char* name,
                const LaunchShape& shape) {
@@ -1186,6 +1266,8 @@ void launch_ss(WgArgs a, int co_tile, cudaStream_t stream, const char* name,
   const int frames = ss_block_frames(co_tile);
   a.t_tiles = (a.out_frames + frames - 1) / frames;
   a.n_tiles = (a.cout_g + co_tile - 1) / co_tile;
+  CUtensorMap x_map{};
+  a.x_tma = encode_input_map(a, x_map);
   int* flag = nullptr;
   Workspace ws = split_weights(a, flag, stream, shape);
   // Persistent blocks, one per multiprocessor (the shared memory of one block is most of it).
@@ -1193,21 +1275,22 @@ void launch_ss(WgArgs a, int co_tile, cudaStream_t stream, const char* name,
   const unsigned grid = grid_dim(items < num_sms() ? items : num_sms(), kMaxGridX);
   // Whole-sector stores for output rows that are not all 32-byte aligned (the kernel's kSectors
   // epilogue); CONVBANK_CUDA_SS_SECTORS=0 turns them off (read once).
-  static const bool sectors_off = std::getenv("CONVBANK_CUDA_SS_SECTORS") != nullptr &&
-                                  env_int("CONVBANK_CUDA_SS_SECTORS") == 0;
+  static const bool sectors_off = env_off("CONVBANK_CUDA_SS_SECTORS");
   const bool sectors =
       !kD2s && !sectors_off &&
       !(reinterpret_cast<std::uintptr_t>(a.y) % 32 == 0 && a.y_cs % 8 == 0 && a.y_bs % 8 == 0);
   if (sectors) {
     if (co_tile == 128) {
-      conv1d_wgmma_ss_kernel<kT, 128, false, true><<<grid, kSsThreads, geo.smem, stream>>>(a, flag);
+      conv1d_wgmma_ss_kernel<kT, 128, false, true>
+          <<<grid, kSsThreads, geo.smem, stream>>>(a, flag, x_map);
     } else {
-      conv1d_wgmma_ss_kernel<kT, 64, false, true><<<grid, kSsThreads, geo.smem, stream>>>(a, flag);
+      conv1d_wgmma_ss_kernel<kT, 64, false, true>
+          <<<grid, kSsThreads, geo.smem, stream>>>(a, flag, x_map);
     }
   } else if (co_tile == 128) {
-    conv1d_wgmma_ss_kernel<kT, 128, kD2s><<<grid, kSsThreads, geo.smem, stream>>>(a, flag);
+    conv1d_wgmma_ss_kernel<kT, 128, kD2s><<<grid, kSsThreads, geo.smem, stream>>>(a, flag, x_map);
   } else {
-    conv1d_wgmma_ss_kernel<kT, 64, kD2s><<<grid, kSsThreads, geo.smem, stream>>>(a, flag);
+    conv1d_wgmma_ss_kernel<kT, 64, kD2s><<<grid, kSsThreads, geo.smem, stream>>>(a, flag, x_map);
   }
   check_launch(name, shape);
   ws.free("tensor-core weight planes");
@@ -1280,8 +1363,7 @@ WgArgs common_args(TensorView<const float> x, const float* w, const float* bias,
 // runs).
 int wgmma_ss_tile(std::int64_t stride, std::int64_t taps, std::int64_t dilation,
                   std::int64_t cout_g, bool aligned) {
-  static const bool off =
-      std::getenv("CONVBANK_CUDA_WGMMA_SS") != nullptr && env_int("CONVBANK_CUDA_WGMMA_SS") == 0;
+  static const bool off = env_off("CONVBANK_CUDA_WGMMA_SS");
   static const int forced = env_int("CONVBANK_CUDA_WGMMA_SS_TILE");
   if (off || stride != 1 || taps < 1 || taps > kWgMaxTaps || dilation > 1024) return 0;
   const bool force = forced == 64 || forced == 128;
