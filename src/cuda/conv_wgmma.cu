@@ -96,9 +96,15 @@ struct WgArgs {
   // raw_pitch = span + 4 (span with x_vec).
   int raw_pitch;
   std::uint32_t raw_quads_div;
-  // SS kernel: each job's input rows arrive as one bulk tensor copy (TMA, the kernel's tensor
-  // map over (frame, channel, group, batch)) instead of the producer's 16-byte pieces.
-  bool x_tma;
+  // SS kernel: the input of a job as bulk tensor copies (TMA) from the kernel's tensor map
+  // instead of the producer's 16-byte pieces. kTmaRows: rows 16-byte aligned (x_vec), one copy
+  // of the chunk's rows, (frame, channel, group, batch), zeros past every edge. kTmaQuads: rows
+  // of any length (odd frame counts), four channels as one 16-byte aligned "quad row" of 4 x_cs
+  // frames; four copies per job, channels u, u + 4, ... of the chunk at raw + u * quad_stride;
+  // interior jobs only (past a row's end lies the next channel), the others copy pieces.
+  int x_tma;
+  int quad_stride;
+  int raw_plane;  // floats per copy buffer: ci_chunk * raw_pitch, or 4 * quad_stride
   std::int64_t t_tiles;
   int n_tiles;
   // ConvTranspose1d at stride s > 1 runs as s phase convolutions (phases = s, dilation 1,
@@ -659,13 +665,17 @@ __device__ __forceinline__ void mbar_wait(std::uint32_t bar, std::uint32_t parit
   } while (done == 0);
 }
 
-// Arms the barrier for `bytes` and copies the box of the 4-d tensor map at coordinates (c0, c1,
-// c2, c3) (one thread); the copy engine zero-fills what lies outside the tensor.
-__device__ __forceinline__ void tensor_copy_4d(std::uint32_t dst, const CUtensorMap& map, int c0,
-                                               int c1, int c2, int c3, std::uint32_t bytes,
-                                               std::uint32_t bar) {
+constexpr int kTmaNone = 0, kTmaRows = 1, kTmaQuads = 2;
+
+// Arms the barrier for `bytes` of copies (its one arrival).
+__device__ __forceinline__ void mbar_expect(std::uint32_t bar, std::uint32_t bytes) {
   asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes)
                : "memory");
+}
+// Copies the box of the 4-d tensor map at coordinates (c0, c1, c2, c3), counted on `bar` (one
+// thread); the copy engine zero-fills what lies outside the tensor.
+__device__ __forceinline__ void tensor_copy_4d(std::uint32_t dst, const CUtensorMap& map, int c0,
+                                               int c1, int c2, int c3, std::uint32_t bar) {
   asm volatile(
       "cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], "
       "[%1, {%2, %3, %4, %5}], [%6];\n" ::"r"(dst),
@@ -688,7 +698,7 @@ __global__ void __launch_bounds__(kSsThreads, 1)
   const int b_plane = a.ci_chunk * a.span;      // floats: [ci_chunk / 4][span][4]
   const int stage = a_stage + 2 * b_plane;      // weights, then the input's big and small planes
   float* const raw = smem + kSsStages * stage;  // [2][ci_chunk][raw_pitch], the copied input
-  const int raw_plane = a.ci_chunk * a.raw_pitch;
+  const int raw_plane = a.raw_plane;
   // The stages' weight barriers, after the copy buffers (8-byte aligned: every size above is
   // even), then the copy buffers' barriers (x_tma).
   const std::uint32_t wbar = smem_addr(raw + 2 * raw_plane);
@@ -746,14 +756,29 @@ __global__ void __launch_bounds__(kSsThreads, 1)
     auto chunk_x = [&](const Tile& tt, int cc) {
       return a.x + tt.b * a.x_bs + (tt.g * a.cin_g + cc * a.ci_chunk) * a.x_cs;
     };
+    // True when the job's input comes as tensor copies (uniform over the warpgroup).
     auto copy_input = [&](const Tile& tt, int cc, int slot) {
-      if (a.x_tma) {
+      const std::uint32_t dst = smem_addr(raw + slot * raw_plane), bar = rbar + 8 * slot;
+      const int g = static_cast<int>(tt.g), b = static_cast<int>(tt.b);
+      if (a.x_tma == kTmaRows) {
         if (tid == 0) {
-          tensor_copy_4d(smem_addr(raw + slot * raw_plane), x_map, static_cast<int>(tt.slab0),
-                         cc * a.ci_chunk, static_cast<int>(tt.g), static_cast<int>(tt.b),
-                         static_cast<std::uint32_t>(sizeof(float) * raw_plane), rbar + 8 * slot);
+          mbar_expect(bar, static_cast<std::uint32_t>(sizeof(float) * a.ci_chunk * a.span));
+          tensor_copy_4d(dst, x_map, static_cast<int>(tt.slab0), cc * a.ci_chunk, g, b, bar);
         }
-        return;
+        return true;
+      }
+      // Like the pieces, each row's copy starts at the 16-byte boundary at or below its first
+      // frame and is raw_pitch frames long.
+      if (a.x_tma == kTmaQuads && tt.slab0 >= 3 && tt.slab0 + a.raw_pitch <= a.in_frames) {
+        if (tid == 0) {
+          mbar_expect(bar, static_cast<std::uint32_t>(sizeof(float) * a.ci_chunk * a.raw_pitch));
+          for (int u = 0; u < 4; ++u) {
+            tensor_copy_4d(dst + sizeof(float) * u * a.quad_stride, x_map,
+                           static_cast<int>((u * a.x_cs + tt.slab0) & ~std::int64_t{3}),
+                           cc * a.ci_chunk / 4, g, b, bar);
+          }
+        }
+        return true;
       }
       const int rows = min(a.ci_chunk, a.cin_g - cc * a.ci_chunk);
       if (a.x_vec) {
@@ -762,8 +787,10 @@ __global__ void __launch_bounds__(kSsThreads, 1)
       } else {
         copy_slab_rows(a, raw + slot * raw_plane, chunk_x(tt, cc), rows, tt.slab0, tid, 128);
       }
+      return false;
     };
-    copy_input(t, 0, 0);
+    bool tma = copy_input(t, 0, 0);
+    std::uint32_t phases = 0;  // bit k: the parity of copy buffer k's barrier's next phase
     cp_async_commit();
     for (std::int64_t j = 0; j < jobs; ++j) {
       const int s = static_cast<int>(j % kSsStages);
@@ -784,11 +811,13 @@ __global__ void __launch_bounds__(kSsThreads, 1)
         nitem += gridDim.x;
         if (nitem < items) nt = tile_at(nitem);
       }
-      if (nitem < items) copy_input(nt, nc, static_cast<int>((j + 1) & 1));
-      if (a.x_tma) {
-        mbar_wait(rbar + 8 * (j & 1), static_cast<std::uint32_t>(j >> 1) & 1);
+      const bool next_tma =
+          nitem < items ? copy_input(nt, nc, static_cast<int>((j + 1) & 1)) : false;
+      cp_async_commit();
+      if (tma) {
+        mbar_wait(rbar + 8 * (j & 1), (phases >> (j & 1)) & 1);
+        phases ^= 1u << (j & 1);
       } else {
-        cp_async_commit();
         cp_async_wait<1>();  // this job's input has landed (this thread's copies)
         bar_sync(kBarProducer, 128);
       }
@@ -797,14 +826,18 @@ __global__ void __launch_bounds__(kSsThreads, 1)
       uint4* small = big + b_plane / 4;
       // Row i's copy starts (lead0 + i * lead_step) mod 4 frames early (0 with x_vec): for row
       // 4 grp + u that is (lead0 + u * lead_step) mod 4 whatever grp, four offsets per job.
+      // Quad tensor copies put row 4 grp + u at u * quad_stride + grp * raw_pitch.
+      const bool quads = tma && a.x_tma == kTmaQuads;
       const int lead0 = a.x_vec ? 0 : row_lead(chunk_x(t, c) + t.slab0);
       const int lead_step = a.x_vec ? 0 : static_cast<int>(a.x_cs & 3);
+      const int row_step = quads ? a.quad_stride : a.raw_pitch;
+      const int grp_step = quads ? a.raw_pitch : 4 * a.raw_pitch;
       int base[4];
 #pragma unroll
-      for (int u = 0; u < 4; ++u) base[u] = u * a.raw_pitch + ((lead0 + u * lead_step) & 3);
+      for (int u = 0; u < 4; ++u) base[u] = u * row_step + ((lead0 + u * lead_step) & 3);
       for (int i = tid; i < b_plane / 4; i += 128) {
         const int grp = static_cast<int>(__umulhi(i, a.span_div)), f = i - grp * a.span;
-        const float* rg = r + 4 * grp * a.raw_pitch + f;
+        const float* rg = r + grp * grp_step + f;
         std::uint32_t hi[4], lo[4];
 #pragma unroll
         for (int u = 0; u < 4; ++u) split_tf32(rg[base[u]], hi[u], lo[u]);
@@ -816,6 +849,7 @@ __global__ void __launch_bounds__(kSsThreads, 1)
       c = nc;
       item = nitem;
       t = nt;
+      tma = next_tma;
     }
     cp_async_wait<0>();
     // The consumers' releases of the last stages, so that no barrier is left with arrivals
@@ -1041,11 +1075,14 @@ void set_span(WgArgs& a, int span) {
 // and input planes) and the two copy buffers exceed the shared memory.
 struct SsGeometry {
   int ci_chunk, span;
+  int raw_room;  // floats per copy buffer
   std::size_t smem;
 };
 // aligned: the input frame of every tile's first output is a multiple of 4 (in_offset % 4 == 0;
 // tiles start at multiples of 128 frames), so 16-byte copies of aligned rows start exactly
-// there. The shared memory allows for both copies (WgArgs::raw_pitch).
+// there. The shared memory allows for both copies (WgArgs::raw_pitch), and 128 floats more per
+// copy buffer where that does not halve the chunk (the quad tensor copies' alignment,
+// WgArgs::quad_stride).
 SsGeometry ss_geometry(int co_tile, int taps, int dilation, bool aligned = false) {
   SsGeometry g{};
   // Input frames a block reads per channel, +3 (unless aligned) so that a 16-byte aligned copy
@@ -1054,9 +1091,13 @@ SsGeometry ss_geometry(int co_tile, int taps, int dilation, bool aligned = false
   for (g.ci_chunk = taps == 1 ? 32 : std::max(8, 64 / taps / 8 * 8);; g.ci_chunk /= 2) {
     const std::size_t rt = static_cast<std::size_t>(taps) * g.ci_chunk;
     const std::size_t b_plane = static_cast<std::size_t>(g.ci_chunk) * g.span;
-    const std::size_t raw_plane = static_cast<std::size_t>(g.ci_chunk) * (g.span + 4);
-    g.smem = (kSsStages * (2 * co_tile * rt + 2 * b_plane) + 2 * raw_plane) * sizeof(float) +
+    auto smem = [&](std::size_t raw_room) {
+      return (kSsStages * (2 * co_tile * rt + 2 * b_plane) + 2 * raw_room) * sizeof(float) +
              (kSsStages + 2) * sizeof(std::uint64_t);
+    };
+    g.raw_room = g.ci_chunk * (g.span + 4);
+    if (smem(g.raw_room + 128) <= kWgMaxSmem) g.raw_room += 128;
+    g.smem = smem(g.raw_room);
     if (g.smem <= kWgMaxSmem || g.ci_chunk == 8) return g;
   }
 }
@@ -1206,13 +1247,13 @@ void set_alignment(WgArgs& a) {
   a.y_vec2 = reinterpret_cast<std::uintptr_t>(a.y) % 8 == 0 && a.y_cs % 2 == 0 && a.y_bs % 2 == 0;
 }
 
-// The input's tensor map for the SS kernel's bulk tensor copies (WgArgs::x_tma): dimensions
-// (frame, channel of the group, group, batch), a box of span frames x ci_chunk channels, zeros
-// outside. False where the copy engine cannot take the view (rows not 16-byte aligned, a box
-// wider than 256 frames, frame coordinates past int32, strides the driver rejects) or the driver
-// has no tensor maps; the producer then copies 16-byte pieces itself. CONVBANK_CUDA_SS_TMA=0:
-// never (read once).
-bool encode_input_map(const WgArgs& a, CUtensorMap& map) {
+// The input's tensor map for the SS kernel's bulk tensor copies and how it is used
+// (WgArgs::x_tma, quad_stride): kTmaRows where rows are 16-byte aligned, kTmaQuads where
+// only four rows together are (odd frame counts; channels per group a multiple of 4), kTmaNone
+// where neither holds, a box would be wider than 256 frames, coordinates could pass 2^30, the
+// driver rejects the strides or has no tensor maps: the producer then copies 16-byte pieces.
+// CONVBANK_CUDA_SS_TMA=0: never (read once).
+void set_input_map(WgArgs& a, CUtensorMap& map, int raw_room) {
   using Encode =
       CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*,
                    const cuuint64_t*, const cuuint32_t*, const cuuint32_t*, CUtensorMapInterleave,
@@ -1229,25 +1270,45 @@ bool encode_input_map(const WgArgs& a, CUtensorMap& map) {
     }
     return reinterpret_cast<Encode>(fn);
   }();
+  a.x_tma = kTmaNone;
   constexpr std::int64_t kCoordMax = std::int64_t{1} << 30;
-  if (encode == nullptr || !a.x_vec || a.span > 256 || a.ci_chunk > 256 || a.raw_pitch != a.span ||
-      a.in_frames >= kCoordMax || a.in_offset <= -kCoordMax ||
+  const bool aligned = reinterpret_cast<std::uintptr_t>(a.x) % 16 == 0 && a.x_bs % 4 == 0;
+  if (encode == nullptr || !aligned || a.span > 256 || a.ci_chunk > 256 ||
+      4 * a.x_cs + a.span >= kCoordMax || a.in_offset <= -kCoordMax ||
       a.in_offset + a.t_tiles * ss_block_frames(a.cols) >= kCoordMax) {
-    return false;
+    return;
   }
-  const cuuint64_t dims[4] = {static_cast<cuuint64_t>(a.in_frames),
-                              static_cast<cuuint64_t>(a.cin_g), static_cast<cuuint64_t>(a.groups),
-                              static_cast<cuuint64_t>(a.bg_count / a.groups)};
-  const cuuint64_t strides[3] = {static_cast<cuuint64_t>(a.x_cs) * sizeof(float),
-                                 static_cast<cuuint64_t>(a.x_cs) * a.cin_g * sizeof(float),
-                                 static_cast<cuuint64_t>(a.x_bs) * sizeof(float)};
-  const cuuint32_t box[4] = {static_cast<cuuint32_t>(a.span), static_cast<cuuint32_t>(a.ci_chunk),
-                             1, 1};
+  const auto u64 = [](std::int64_t v) { return static_cast<cuuint64_t>(v); };
+  const std::int64_t batch = a.bg_count / a.groups;
   const cuuint32_t steps[4] = {1, 1, 1, 1};
-  return encode(&map, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 4, const_cast<float*>(a.x), dims, strides,
-                box, steps, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE,
-                CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-                CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+  auto encode_4d = [&](const cuuint64_t* dims, const cuuint64_t* strides, const cuuint32_t* box) {
+    return encode(&map, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 4, const_cast<float*>(a.x), dims, strides,
+                  box, steps, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE,
+                  CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                  CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+  };
+  const cuuint64_t group_stride = u64(a.x_cs * a.cin_g) * sizeof(float);
+  const cuuint64_t batch_stride = u64(a.x_bs) * sizeof(float);
+  if (a.x_vec && a.raw_pitch == a.span) {
+    const cuuint64_t dims[4] = {u64(a.in_frames), u64(a.cin_g), u64(a.groups), u64(batch)};
+    const cuuint64_t strides[3] = {u64(a.x_cs) * sizeof(float), group_stride, batch_stride};
+    const cuuint32_t box[4] = {static_cast<cuuint32_t>(a.span), static_cast<cuuint32_t>(a.ci_chunk),
+                               1, 1};
+    if (encode_4d(dims, strides, box)) a.x_tma = kTmaRows;
+    return;
+  }
+  // Rows of raw_pitch frames (the pieces' rows: up to 3 frames of lead, then span); each of the
+  // four copies lands 128-byte aligned, all within the copy buffer.
+  a.quad_stride = (a.ci_chunk / 4 * a.raw_pitch + 31) / 32 * 32;
+  if (a.cin_g % 4 != 0 || a.raw_pitch > 256 || 4 * a.quad_stride > raw_room) return;
+  const cuuint64_t dims[4] = {u64(4 * a.x_cs), u64(a.cin_g / 4), u64(a.groups), u64(batch)};
+  const cuuint64_t strides[3] = {u64(4 * a.x_cs) * sizeof(float), group_stride, batch_stride};
+  const cuuint32_t box[4] = {static_cast<cuuint32_t>(a.raw_pitch),
+                             static_cast<cuuint32_t>(a.ci_chunk / 4), 1, 1};
+  if (encode_4d(dims, strides, box)) {
+    a.x_tma = kTmaQuads;
+    a.raw_plane = 4 * a.quad_stride;
+  }
 }
 
 template <bool kT, bool kD2s = false>
@@ -1266,8 +1327,9 @@ void launch_ss(WgArgs a, int co_tile, cudaStream_t stream, const char* name,
   const int frames = ss_block_frames(co_tile);
   a.t_tiles = (a.out_frames + frames - 1) / frames;
   a.n_tiles = (a.cout_g + co_tile - 1) / co_tile;
+  a.raw_plane = a.ci_chunk * a.raw_pitch;
   CUtensorMap x_map{};
-  a.x_tma = encode_input_map(a, x_map);
+  set_input_map(a, x_map, geo.raw_room);
   int* flag = nullptr;
   Workspace ws = split_weights(a, flag, stream, shape);
   // Persistent blocks, one per multiprocessor (the shared memory of one block is most of it).
