@@ -102,6 +102,12 @@ if has bench && [ -x "$BUILD/apps/bench_cuda/convbank-bench-cuda" ]; then
     echo "## CONVBANK_CUDA_SS_SECTORS=0" >>"$OUT/bench.md"
     CONVBANK_CUDA_SS_SECTORS=0 timeout "$(budget 60)" "$BUILD/apps/bench_cuda/convbank-bench-cuda" \
       --no-cudnn --workload seedA --workload seedB 2>/dev/null | grep -E '^\| seed' >>"$OUT/bench.md"
+    # The SS kernel's input as the producer's 16-byte pieces instead of bulk tensor copies.
+    echo "## CONVBANK_CUDA_SS_TMA=0" >>"$OUT/bench.md"
+    CONVBANK_CUDA_SS_TMA=0 timeout "$(budget 60)" "$BUILD/apps/bench_cuda/convbank-bench-cuda" \
+      --no-cudnn --workload seedA --workload seedB --workload tcn_pointwise --workload x_up4x \
+      --workload x_pw_odd --workload x_k3_odd 2>/dev/null | grep -E '^\| (seed|tcn|x_)' \
+      >>"$OUT/bench.md"
     # Strided ConvTranspose1d without depth-to-space (phase convolutions, phase GEMM, decoders).
     echo "## CONVBANK_CUDA_D2S=0" >>"$OUT/bench.md"
     CONVBANK_CUDA_D2S=0 timeout "$(budget 60)" "$BUILD/apps/bench_cuda/convbank-bench-cuda" \

@@ -82,6 +82,9 @@ const Problem kOffList[] = {
     {"x_grouped_t", true, 16, 256, 256, 16384, 4, 2, 1, 1, 4},
     {"x_dec4", true, 16, 512, 4, 16383, 16, 8, 0, 1, 1},
     {"x_dec_pow2", true, 16, 512, 1, 16384, 16, 8, 0, 1, 1},
+    // Rows of odd length, as after a TasNet encoder: 16383 frames.
+    {"x_pw_odd", false, 16, 512, 128, 16383, 1, 1, 0, 1, 1},
+    {"x_k3_odd", false, 16, 128, 128, 32767, 3, 1, 1, 1, 1},
 };
 
 std::int64_t out_frames(const Problem& p) {
@@ -440,7 +443,7 @@ void usage() {
       "N,Cin,Cout,L,K,stride,padding,dilation,groups] [--runs N] [--no-cudnn] [--json FILE]\n"
       "workloads: seedA seedB enc_tasnet dec_tasnet enc_stft512 dec_stft512 tcn_depthwise "
       "tcn_pointwise up2x (all), and off-list shapes x_dilated x_strided x_grouped x_k7 x_up4x "
-      "x_dilated_t x_grouped_t x_dec4 x_dec_pow2 (offlist)\n");
+      "x_dilated_t x_grouped_t x_dec4 x_dec_pow2 x_pw_odd x_k3_odd (offlist)\n");
 }
 
 }  // namespace

@@ -1117,37 +1117,23 @@ std::int64_t transposed_in_offset(const ConvTranspose1dParams& p) {
 template <bool kT, bool kP>
 bool kernel_loaded() {
   static const bool ok = [] {
+    const auto big_smem = [](auto kernel) {
+      return cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                  static_cast<int>(kWgMaxSmem)) == cudaSuccess;
+    };
     cudaFuncAttributes attr{};
-    if (cudaFuncGetAttributes(&attr, conv1d_wgmma_3xtf32_kernel<kT, kP, 1>) != cudaSuccess ||
-        cudaFuncGetAttributes(&attr, wgmma_split_weights_kernel) != cudaSuccess ||
-        cudaFuncSetAttribute(conv1d_wgmma_3xtf32_kernel<kT, kP, 1>,
-                             cudaFuncAttributeMaxDynamicSharedMemorySize,
-                             static_cast<int>(kWgMaxSmem)) != cudaSuccess ||
-        cudaFuncSetAttribute(conv1d_wgmma_3xtf32_kernel<kT, kP, 3>,
-                             cudaFuncAttributeMaxDynamicSharedMemorySize,
-                             static_cast<int>(kWgMaxSmem)) != cudaSuccess ||
-        cudaFuncSetAttribute(conv1d_wgmma_ss_kernel<kT, 128>,
-                             cudaFuncAttributeMaxDynamicSharedMemorySize,
-                             static_cast<int>(kWgMaxSmem)) != cudaSuccess ||
-        cudaFuncSetAttribute(conv1d_wgmma_ss_kernel<kT, 64>,
-                             cudaFuncAttributeMaxDynamicSharedMemorySize,
-                             static_cast<int>(kWgMaxSmem)) != cudaSuccess ||
-        cudaFuncSetAttribute(conv1d_wgmma_ss_kernel<kT, 128, false, true>,
-                             cudaFuncAttributeMaxDynamicSharedMemorySize,
-                             static_cast<int>(kWgMaxSmem)) != cudaSuccess ||
-        cudaFuncSetAttribute(conv1d_wgmma_ss_kernel<kT, 64, false, true>,
-                             cudaFuncAttributeMaxDynamicSharedMemorySize,
-                             static_cast<int>(kWgMaxSmem)) != cudaSuccess ||
-        (kT && (cudaFuncSetAttribute(conv1d_wgmma_ss_kernel<kT, 128, kT>,
-                                     cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                     static_cast<int>(kWgMaxSmem)) != cudaSuccess ||
-                cudaFuncSetAttribute(conv1d_wgmma_ss_kernel<kT, 64, kT>,
-                                     cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                     static_cast<int>(kWgMaxSmem)) != cudaSuccess))) {
-      cudaGetLastError();
-      return false;
-    }
-    return true;
+    const bool loaded =
+        cudaFuncGetAttributes(&attr, conv1d_wgmma_3xtf32_kernel<kT, kP, 1>) == cudaSuccess &&
+        cudaFuncGetAttributes(&attr, wgmma_split_weights_kernel) == cudaSuccess &&
+        big_smem(conv1d_wgmma_3xtf32_kernel<kT, kP, 1>) &&
+        big_smem(conv1d_wgmma_3xtf32_kernel<kT, kP, 3>) &&
+        big_smem(conv1d_wgmma_ss_kernel<kT, 128>) && big_smem(conv1d_wgmma_ss_kernel<kT, 64>) &&
+        big_smem(conv1d_wgmma_ss_kernel<kT, 128, false, true>) &&
+        big_smem(conv1d_wgmma_ss_kernel<kT, 64, false, true>) &&
+        (!kT || (big_smem(conv1d_wgmma_ss_kernel<kT, 128, kT>) &&
+                 big_smem(conv1d_wgmma_ss_kernel<kT, 64, kT>)));
+    if (!loaded) cudaGetLastError();
+    return loaded;
   }();
   return ok;
 }
