@@ -29,7 +29,7 @@ def main():
     ours = [r["ours_ms"] / r["cudnn_fp32_ms"] for r in rows]
     tf32 = [r["cudnn_tf32_ms"] / r["cudnn_fp32_ms"] if r.get("cudnn_tf32_ms") else float("nan")
             for r in rows]
-    fig, ax = plt.subplots(figsize=(10, 4.5))
+    fig, ax = plt.subplots(figsize=(11, 4.8))
     x = range(len(rows))
     ax.bar([i - 0.2 for i in x], ours, 0.4, label="convbank (fp32-accurate)", color="#2b6cb0")
     ax.bar([i + 0.2 for i in x], tf32, 0.4, label="cuDNN TF32 (not fp32-accurate)", color="#c0c0c0")
@@ -42,7 +42,7 @@ def main():
         ax.text(i - 0.2, ours[i] + 0.02, f"{ours[i]:.2f}", ha="center", fontsize=8)
     ax.axhline(1.0, color="black", linewidth=0.8)
     ax.set_xticks(list(x))
-    ax.set_xticklabels(names, rotation=20)
+    ax.set_xticklabels(names, rotation=35, ha="right")
     ax.set_ylabel("time / cuDNN fp32 time (lower is faster)")
     ax.set_title(f"{bench['device']}, {bench['cudnn']}, {bench['date']}, median of {bench['runs']}")
     ax.legend(fontsize=8)
