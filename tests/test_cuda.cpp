@@ -416,7 +416,8 @@ void wgmma_grid(int configs, std::uint64_t seed0, GridStats& stats) {
     const std::int64_t n = uniform(rng, 1, 3);
     std::int64_t frames = uniform(rng, 600, 5000);
     // Half with rows of a multiple of 4 frames (16-byte aligned): the SS kernel's input then
-    // arrives as bulk tensor copies, zero-filled past the edges by the copy engine.
+    // arrives as one bulk tensor copy per job, zero-filled past the edges by the copy engine;
+    // the other half (odd lengths) as four quad-row copies per interior job.
     if (attempts % 2 == 0) frames -= frames % 4;
     const bool strided = uniform(rng, 0, 4) == 0;
     const bool bias = uniform(rng, 0, 2) != 0;

@@ -634,19 +634,23 @@ __device__ __forceinline__ bool bar_any128(int id, bool v) {
   return r != 0;
 }
 
-// Transaction barriers (mbarrier) for the bulk copies of the weights: the copy engine counts the
-// bytes that land, so that the consumers, not the producer, wait for them.
+// Transaction barriers (mbarrier) for the bulk copies of the weights and the input: the copy
+// engine counts the bytes that land, so that whoever uses them, not the issuing thread, waits.
 __device__ __forceinline__ void mbar_init(std::uint32_t bar, int count) {
   asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
 }
 __device__ __forceinline__ void mbar_fence_init() {
   asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
 }
+// Arms the barrier for `bytes` of copies (its one arrival).
+__device__ __forceinline__ void mbar_expect(std::uint32_t bar, std::uint32_t bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes)
+               : "memory");
+}
 // Arms the barrier for `bytes` of copies and copies them (one thread).
 __device__ __forceinline__ void bulk_copy(std::uint32_t dst, const void* src, std::uint32_t bytes,
                                           std::uint32_t bar) {
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes)
-               : "memory");
+  mbar_expect(bar, bytes);
   asm volatile(
       "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::
           "r"(dst),
@@ -667,11 +671,6 @@ __device__ __forceinline__ void mbar_wait(std::uint32_t bar, std::uint32_t parit
 
 constexpr int kTmaNone = 0, kTmaRows = 1, kTmaQuads = 2;
 
-// Arms the barrier for `bytes` of copies (its one arrival).
-__device__ __forceinline__ void mbar_expect(std::uint32_t bar, std::uint32_t bytes) {
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes)
-               : "memory");
-}
 // Copies the box of the 4-d tensor map at coordinates (c0, c1, c2, c3), counted on `bar` (one
 // thread); the copy engine zero-fills what lies outside the tensor.
 __device__ __forceinline__ void tensor_copy_4d(std::uint32_t dst, const CUtensorMap& map, int c0,
@@ -697,7 +696,7 @@ __global__ void __launch_bounds__(kSsThreads, 1)
   const int a_stage = 2 * kCoTile * a.rt;       // floats: [big, small][kCoTile x rt]
   const int b_plane = a.ci_chunk * a.span;      // floats: [ci_chunk / 4][span][4]
   const int stage = a_stage + 2 * b_plane;      // weights, then the input's big and small planes
-  float* const raw = smem + kSsStages * stage;  // [2][ci_chunk][raw_pitch], the copied input
+  float* const raw = smem + kSsStages * stage;  // [2][raw_plane], the copied input
   const int raw_plane = a.raw_plane;
   // The stages' weight barriers, after the copy buffers (8-byte aligned: every size above is
   // even), then the copy buffers' barriers (x_tma).
