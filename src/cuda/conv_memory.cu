@@ -15,6 +15,7 @@
 #include <cstdint>
 
 #include "cuda/conv_common.cuh"
+#include "cuda/cp_async.cuh"
 
 namespace convbank::detail::cuda {
 
@@ -215,11 +216,13 @@ int depthwise_per_thread(const Conv1dParams& p) {
 
 // A block stages the input window of PT * 256 consecutive output frames of one row, then each
 // thread computes frames tid, tid + 256, ... so every load and store of a warp is 32
-// consecutive words.
+// consecutive words. The window arrives by asynchronous copies (registers stay free: eight blocks
+// of 32 registers per multiprocessor); with plain loads tcn_depthwise measured 0.370 ms against
+// 0.328.
 template <int PT>
-__global__ void __launch_bounds__(kDwThreads) conv1d_depthwise_kernel(DwArgs a) {
+__global__ void __launch_bounds__(kDwThreads, 8) conv1d_depthwise_kernel(DwArgs a) {
   constexpr int kFrames = kDwThreads * PT;
-  extern __shared__ float sx[];
+  extern __shared__ __align__(16) float sx[];
   const int tid = threadIdx.x;
   for (std::int64_t item = blockIdx.x; item < a.items; item += gridDim.x) {
     const std::int64_t row = item / a.t_tiles;
@@ -230,8 +233,19 @@ __global__ void __launch_bounds__(kDwThreads) conv1d_depthwise_kernel(DwArgs a) 
     const std::int64_t pos0 = t0 * a.stride - a.pad;
     __syncthreads();  // the previous row's window is no longer read
     if (pos0 >= 0 && pos0 + a.window <= a.in_frames) {
-#pragma unroll 8
-      for (int i = tid; i < a.window; i += kDwThreads) sx[i] = __ldg(xrow + pos0 + i);
+      // Asynchronous copies hold no registers while in flight; 16 bytes each where the window
+      // starts on a 16-byte boundary (a quarter of the copy instructions).
+      const float* src = xrow + pos0;
+      const unsigned dst = smem_addr(sx);
+      int i = tid;
+      if ((reinterpret_cast<std::uintptr_t>(src) & 15) == 0) {
+        const int n4 = a.window / 4;
+        for (; i < n4; i += kDwThreads) cp_async16(dst + 16u * i, src + 4 * i);
+        i = 4 * n4 + tid;
+      }
+      for (; i < a.window; i += kDwThreads) cp_async4(dst + 4u * i, src + i, true);
+      cp_async_commit();
+      cp_async_wait<0>();
     } else {
       for (int i = tid; i < a.window; i += kDwThreads) {
         sx[i] = load_padded(xrow, pos0 + i, a.in_frames, a.mode);
