@@ -341,12 +341,15 @@ __global__ void __launch_bounds__(kDecThreads, 2) conv_transpose1d_decoder_kerne
     const float* xg = a.x + b * a.x_bs + g * a.cin_g * a.x_cs;
     auto stage = [&](int c0, int cn) {
       __syncthreads();  // the previous weights are no longer read
-      for (int i = tid; i < cn * a.T * PH; i += kDecThreads) {
+      // Channels up to the next multiple of 4 read as zero weights: a group of U channels is
+      // computed whole, its channels past the chunk with zero inputs.
+      for (int i = tid; i < (cn + 3) / 4 * 4 * a.T * PH; i += kDecThreads) {
         const int p = i % PH;
         const int m = (i / PH) % a.T;
         const int ci = i / (PH * a.T);
-        sw[i] = p < a.P ? __ldg(a.w + ((g * a.cin_g + c0 + ci) * a.cout_g + ol) * a.K + m * a.P + p)
-                        : 0.0f;
+        sw[i] = p < a.P && ci < cn
+                    ? __ldg(a.w + ((g * a.cin_g + c0 + ci) * a.cout_g + ol) * a.K + m * a.P + p)
+                    : 0.0f;
       }
       __syncthreads();
     };
@@ -376,6 +379,15 @@ __global__ void __launch_bounds__(kDecThreads, 2) conv_transpose1d_decoder_kerne
       c_hi = part < parts ? min(a.cin_g, c_lo + per) : 0;
     }
     const std::int64_t ql = qw + 4 * lane;
+    // This lane's frames inside the row: bit j for ql + j, bit 4 + m for lane 0's ql - m.
+    int ok = 0;
+#pragma unroll
+    for (int j = 0; j < 4; ++j) ok |= ql + j < a.in_frames ? 1 << j : 0;
+#pragma unroll
+    for (int m = 1; m <= H; ++m) {
+      ok |= lane == 0 && m < a.T && ql - m >= 0 && ql - m < a.in_frames ? 16 << m : 0;
+    }
+    const float* xl = xg + ql;  // frame ql of the group's first channel
 #pragma unroll
     for (int i = 0; i < 4 * PH; ++i) sum[i * kDecThreads + tid] = 0.0f;
     for (int c0 = 0; c0 < a.cin_g; c0 += a.chunk) {
@@ -386,20 +398,17 @@ __global__ void __launch_bounds__(kDecThreads, 2) conv_transpose1d_decoder_kerne
       // Group `ci` (its first channel in the chunk) into v (frames ql..ql+3) and h (lane 0:
       // frames ql-1..ql-H); channels past the chunk read as zeros.
       auto load = [&](int ci, float(&v)[U][4], float(&h)[U][H]) {
+        const float* xr = xl + (c0 + ci) * a.x_cs;
 #pragma unroll
         for (int u = 0; u < U; ++u) {
-          const float* xr = xg + static_cast<std::int64_t>(c0 + ci + u) * a.x_cs;
           const bool live = ci + u < c_end;
 #pragma unroll
-          for (int j = 0; j < 4; ++j) {
-            v[u][j] = live && ql + j < a.in_frames ? __ldg(xr + ql + j) : 0.0f;
-          }
+          for (int j = 0; j < 4; ++j) v[u][j] = live && (ok & (1 << j)) ? __ldg(xr + j) : 0.0f;
 #pragma unroll
           for (int m = 1; m <= H; ++m) {
-            const std::int64_t q = ql - m;
-            h[u][m - 1] =
-                live && lane == 0 && m < a.T && q >= 0 && q < a.in_frames ? __ldg(xr + q) : 0.0f;
+            h[u][m - 1] = live && (ok & (16 << m)) ? __ldg(xr - m) : 0.0f;
           }
+          xr += a.x_cs;
         }
       };
       float acc[4][PH];
@@ -414,7 +423,6 @@ __global__ void __launch_bounds__(kDecThreads, 2) conv_transpose1d_decoder_kerne
         load(ci + U, nv, nh);
 #pragma unroll
         for (int u = 0; u < U; ++u) {
-          if (ci + u >= c_end) break;  // uniform across the warp
           // win[MT - 1 + j - m] = x[ql + j - m]
           float win[MT - 1 + 4];
 #pragma unroll
@@ -637,8 +645,9 @@ void launch_conv_transpose1d_decoder(const ConvTranspose1dParams& p, TensorView<
   set_views(a, x, w, bias, y);
   set_polyphase(a, p);
   const int ph = decoder_phases(p.stride);
-  a.chunk = std::max(1, kDecWeightFloats / (a.T * ph));
-  a.w_floats = (std::min(a.chunk, a.cin_g) * a.T * ph + 3) / 4 * 4;
+  // Chunks of whole groups of 4 channels (the kernel computes whole groups, zero-padded).
+  a.chunk = std::max(4, kDecWeightFloats / (a.T * ph) / 4 * 4);
+  a.w_floats = (std::min(a.chunk, a.cin_g) + 3) / 4 * 4 * a.T * ph;
   set_block_range(a, p);
   // At most about four blocks per multiprocessor, each looping over tiles.
   const dim3 grid(grid_dim(std::min<std::int64_t>(a.rows * a.q_tiles, 4LL * num_sms()), kMaxGridX));
