@@ -206,10 +206,15 @@ std::int64_t depthwise_window(const Conv1dParams& p, int per_thread) {
          1;
 }
 
+// Shared memory of a block: the row's K weights, then the window (16-byte aligned).
+std::int64_t depthwise_smem_floats(const Conv1dParams& p, int per_thread) {
+  return (p.kernel_size + 3) / 4 * 4 + depthwise_window(p, per_thread);
+}
+
 // Frames per thread: as many (up to 16) as the window allows, for more loads in flight.
 int depthwise_per_thread(const Conv1dParams& p) {
   for (int pt : {16, 8, 4}) {
-    if (depthwise_window(p, pt) <= kDwSmemFloats) return pt;
+    if (depthwise_smem_floats(p, pt) <= kDwSmemFloats) return pt;
   }
   return 0;
 }
@@ -222,7 +227,9 @@ int depthwise_per_thread(const Conv1dParams& p) {
 template <int PT>
 __global__ void __launch_bounds__(kDwThreads, 8) conv1d_depthwise_kernel(DwArgs a) {
   constexpr int kFrames = kDwThreads * PT;
-  extern __shared__ __align__(16) float sx[];
+  extern __shared__ __align__(16) float sm[];
+  float* sw = sm;                      // the row's K weights
+  float* sx = sm + (a.K + 3) / 4 * 4;  // the window
   const int tid = threadIdx.x;
   for (std::int64_t item = blockIdx.x; item < a.items; item += gridDim.x) {
     const std::int64_t row = item / a.t_tiles;
@@ -232,6 +239,11 @@ __global__ void __launch_bounds__(kDwThreads, 8) conv1d_depthwise_kernel(DwArgs 
     const float* xrow = a.x + b * a.x_bs + (o / a.cout_g) * a.x_cs;
     const std::int64_t pos0 = t0 * a.stride - a.pad;
     __syncthreads();  // the previous row's window is no longer read
+    // The weights travel with the window instead of a global load per tap after the barrier:
+    // K 31 0.075 vs 0.078 ms, K 7 0.142 vs 0.145, K 3 unchanged (0.328 vs 0.327).
+    const float* wrow = a.w + o * a.K;
+    for (int k = tid; k < a.K; k += kDwThreads) cp_async4(smem_addr(sw + k), wrow + k, true);
+    const float init = a.bias != nullptr ? __ldg(a.bias + o) : 0.0f;
     if (pos0 >= 0 && pos0 + a.window <= a.in_frames) {
       // Asynchronous copies hold no registers while in flight; 16 bytes each where the window
       // starts on a 16-byte boundary (a quarter of the copy instructions).
@@ -244,23 +256,21 @@ __global__ void __launch_bounds__(kDwThreads, 8) conv1d_depthwise_kernel(DwArgs 
         i = 4 * n4 + tid;
       }
       for (; i < a.window; i += kDwThreads) cp_async4(dst + 4u * i, src + i, true);
-      cp_async_commit();
-      cp_async_wait<0>();
     } else {
       for (int i = tid; i < a.window; i += kDwThreads) {
         sx[i] = load_padded(xrow, pos0 + i, a.in_frames, a.mode);
       }
     }
+    cp_async_commit();
+    cp_async_wait<0>();
     __syncthreads();
-    const float init = a.bias != nullptr ? __ldg(a.bias + o) : 0.0f;
     float acc[PT];
 #pragma unroll
     for (int j = 0; j < PT; ++j) acc[j] = init;
-    const float* wrow = a.w + o * a.K;
     const float* xs = sx + tid * a.stride;
     const int step = kDwThreads * a.stride;
     for (int k = 0; k < a.K; ++k) {
-      const float wk = __ldg(wrow + k);
+      const float wk = sw[k];
       const float* xk = xs + k * a.dilation;
 #pragma unroll
       for (int j = 0; j < PT; ++j) acc[j] = fmaf(wk, xk[j * step], acc[j]);
@@ -600,7 +610,7 @@ void launch_conv1d_depthwise(const Conv1dParams& p, TensorView<const float> x, c
   a.mode = to_pad_mode(p.padding_mode);
   a.window = static_cast<int>(depthwise_window(p, pt));
   const unsigned grid = grid_dim(a.items, kMaxGridX);
-  const std::size_t smem = sizeof(float) * static_cast<std::size_t>(a.window);
+  const std::size_t smem = sizeof(float) * static_cast<std::size_t>(depthwise_smem_floats(p, pt));
   if (pt == 16) {
     conv1d_depthwise_kernel<16><<<grid, kDwThreads, smem, stream>>>(a);
   } else if (pt == 8) {
