@@ -467,7 +467,9 @@ TEST_CASE("cuda: wgmma 3xTF32 grid against the float64 oracle") {
   const cc::WgmmaPolicy before = cc::wgmma_policy();
   cc::set_wgmma_policy(cc::WgmmaPolicy::kAlways);
   GridStats stats;
+  const cc::SsInputCopies copies_before = cc::ss_input_copies();
   wgmma_grid(72, 90210, stats);
+  const cc::SsInputCopies copies = cc::ss_input_copies();
   cc::set_wgmma_policy(before);
   MESSAGE("wgmma grid: ", stats.runs, " configs (", stats.strided, " strided), worst ", stats.worst,
           " at ", stats.worst_config, "; kernels: ", join(stats.kernels));
@@ -479,6 +481,14 @@ TEST_CASE("cuda: wgmma 3xTF32 grid against the float64 oracle") {
   // On a 9.0 device every configuration ran a tensor-core kernel, both orientations, both
   // operand placements (strided Conv1d: fragments in registers), both channel tiles.
   for (const auto& k : stats.kernels) CHECK_MESSAGE(k.find("wgmma_") != std::string::npos, k);
+  // The shared-memory-operand kernel took its input as bulk tensor copies of both kinds (rows
+  // of a multiple of 4 frames, and of odd length), not only as the producer's 16-byte pieces: a
+  // silent fallback would compute the same outputs, slower.
+  MESSAGE("SS kernel launches by input copy: rows ", copies.rows - copies_before.rows,
+          ", quad rows ", copies.quads - copies_before.quads, ", 16-byte pieces ",
+          copies.pieces - copies_before.pieces);
+  CHECK(copies.rows > copies_before.rows);
+  CHECK(copies.quads > copies_before.quads);
   for (const char* k :
        {"conv1d_wgmma_3xtf32_128x64", "conv1d_wgmma_ss_3xtf32_128x128",
         "conv1d_wgmma_ss_3xtf32_64x256", "conv_transpose1d_wgmma_ss_3xtf32_128x128",

@@ -44,6 +44,7 @@
 #include <cuda.h>  // CUtensorMap (the tensor map itself comes from the driver at run time)
 
 #include <algorithm>
+#include <atomic>
 #include <mutex>
 #include <string>
 #include <type_traits>
@@ -1232,6 +1233,9 @@ void set_alignment(WgArgs& a) {
   a.y_vec2 = reinterpret_cast<std::uintptr_t>(a.y) % 8 == 0 && a.y_cs % 2 == 0 && a.y_bs % 2 == 0;
 }
 
+// Launches per input copy kind, indexed by WgArgs::x_tma (ss_input_copies()).
+std::atomic<std::uint64_t> g_ss_input_copies[3];
+
 // The input's tensor map for the SS kernel's bulk tensor copies and how it is used
 // (WgArgs::x_tma, quad_stride): kTmaRows where rows are 16-byte aligned, kTmaQuads where
 // only four rows together are (odd frame counts; channels per group a multiple of 4), kTmaNone
@@ -1315,6 +1319,7 @@ void launch_ss(WgArgs a, int co_tile, cudaStream_t stream, const char* name,
   a.raw_plane = a.ci_chunk * a.raw_pitch;
   CUtensorMap x_map{};
   set_input_map(a, x_map, geo.raw_room);
+  g_ss_input_copies[a.x_tma].fetch_add(1, std::memory_order_relaxed);
   int* flag = nullptr;
   Workspace ws = split_weights(a, flag, stream, shape);
   // Persistent blocks, one per multiprocessor (the shared memory of one block is most of it).
@@ -1423,6 +1428,14 @@ int wgmma_ss_tile(std::int64_t stride, std::int64_t taps, std::int64_t dilation,
 
 bool wgmma_available() {
   return device_is_sm90() && kernel_loaded<false, false>();
+}
+
+SsInputCopies ss_input_copies() {
+  SsInputCopies c;
+  c.pieces = g_ss_input_copies[kTmaNone].load(std::memory_order_relaxed);
+  c.rows = g_ss_input_copies[kTmaRows].load(std::memory_order_relaxed);
+  c.quads = g_ss_input_copies[kTmaQuads].load(std::memory_order_relaxed);
+  return c;
 }
 
 bool conv1d_wgmma_supported(const Conv1dParams& p) {

@@ -2,6 +2,8 @@
 // benchmark and the tests can report (and check) the choice.
 #pragma once
 
+#include <cstdint>
+
 #include "../core/backend.hpp"  // relative: the tests and the benchmark include this header too
 
 namespace convbank::detail::cuda {
@@ -22,5 +24,14 @@ bool wgmma_available();
 enum class WgmmaPolicy { kAuto, kAlways, kNever };
 void set_wgmma_policy(WgmmaPolicy policy);
 WgmmaPolicy wgmma_policy();
+
+// How the launches of the shared-memory-operand tensor-core kernel brought in their input,
+// counted since the program started: bulk tensor copies of rows (rows 16-byte aligned), of
+// "quad rows" (rows of odd length, four channels per copied row), or the producer's 16-byte
+// pieces. A fallback to the pieces computes the same outputs, only slower: the tests count.
+struct SsInputCopies {
+  std::uint64_t rows = 0, quads = 0, pieces = 0;
+};
+SsInputCopies ss_input_copies();
 
 }  // namespace convbank::detail::cuda

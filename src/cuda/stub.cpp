@@ -84,4 +84,7 @@ WgmmaPolicy wgmma_policy() {
 const char* conv_transpose1d_kernel_name(const ConvTranspose1dParams&) {
   return "none (built without CUDA)";
 }
+SsInputCopies ss_input_copies() {
+  return {};
+}
 }  // namespace convbank::detail::cuda
