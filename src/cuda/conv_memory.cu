@@ -222,8 +222,8 @@ int depthwise_per_thread(const Conv1dParams& p) {
 // A block stages the input window of PT * 256 consecutive output frames of one row, then each
 // thread computes frames tid, tid + 256, ... so every load and store of a warp is 32
 // consecutive words. The window arrives by asynchronous copies (registers stay free: eight blocks
-// of 32 registers per multiprocessor); with plain loads tcn_depthwise measured 0.370 ms against
-// 0.328.
+// of 32 registers per multiprocessor); with plain loads tcn_depthwise measured 0.371 / 0.369 ms
+// against 0.329 / 0.328 (two rounds, H200).
 template <int PT>
 __global__ void __launch_bounds__(kDwThreads, 8) conv1d_depthwise_kernel(DwArgs a) {
   constexpr int kFrames = kDwThreads * PT;
@@ -240,7 +240,8 @@ __global__ void __launch_bounds__(kDwThreads, 8) conv1d_depthwise_kernel(DwArgs 
     const std::int64_t pos0 = t0 * a.stride - a.pad;
     __syncthreads();  // the previous row's window is no longer read
     // The weights travel with the window instead of a global load per tap after the barrier:
-    // K 31 0.075 vs 0.078 ms, K 7 0.142 vs 0.145, K 3 unchanged (0.328 vs 0.327).
+    // medians of three rounds, K 31 0.075 vs 0.078 ms, K 7 0.141 vs 0.145, K 3 unchanged (0.328
+    // vs 0.327).
     const float* wrow = a.w + o * a.K;
     for (int k = tid; k < a.K; k += kDwThreads) cp_async4(smem_addr(sw + k), wrow + k, true);
     const float init = a.bias != nullptr ? __ldg(a.bias + o) : 0.0f;
