@@ -245,23 +245,30 @@ __global__ void __launch_bounds__(kDwThreads, 8) conv1d_depthwise_kernel(DwArgs 
     const float* wrow = a.w + o * a.K;
     for (int k = tid; k < a.K; k += kDwThreads) cp_async4(smem_addr(sw + k), wrow + k, true);
     const float init = a.bias != nullptr ? __ldg(a.bias + o) : 0.0f;
-    if (pos0 >= 0 && pos0 + a.window <= a.in_frames) {
-      // Asynchronous copies hold no registers while in flight; 16 bytes each where the window
-      // starts on a 16-byte boundary (a quarter of the copy instructions).
-      const float* src = xrow + pos0;
-      const unsigned dst = smem_addr(sx);
-      int i = tid;
-      if ((reinterpret_cast<std::uintptr_t>(src) & 15) == 0) {
-        const int n4 = a.window / 4;
-        for (; i < n4; i += kDwThreads) cp_async16(dst + 16u * i, src + 4 * i);
-        i = 4 * n4 + tid;
-      }
-      for (; i < a.window; i += kDwThreads) cp_async4(dst + 4u * i, src + i, true);
-    } else {
-      for (int i = tid; i < a.window; i += kDwThreads) {
-        sx[i] = load_padded(xrow, pos0 + i, a.in_frames, a.mode);
-      }
+    // Positions [lo, hi) of the window lie inside the row and arrive by asynchronous copies,
+    // which hold no registers while in flight; 16 bytes each where the row's words and the
+    // window's share their alignment (a quarter of the copy instructions). Only the padding
+    // around them is loaded by the threads: a row's first and last windows would otherwise
+    // stage wholly with plain loads (at tcn_depthwise's 4 windows per row, half of them).
+    const int lo = static_cast<int>(min(std::int64_t{a.window}, max(std::int64_t{0}, -pos0)));
+    const int hi =
+        static_cast<int>(max(std::int64_t{lo}, min(std::int64_t{a.window}, a.in_frames - pos0)));
+    for (int i = tid; i < lo; i += kDwThreads) {
+      sx[i] = load_padded(xrow, pos0 + i, a.in_frames, a.mode);
     }
+    for (int i = hi + tid; i < a.window; i += kDwThreads) {
+      sx[i] = load_padded(xrow, pos0 + i, a.in_frames, a.mode);
+    }
+    const float* src = xrow + pos0;  // read at i in [lo, hi) only
+    const unsigned dst = smem_addr(sx);
+    int body = lo, end = lo;  // [body, end): the 16-byte copies
+    if (((reinterpret_cast<std::uintptr_t>(xrow) + 4 * pos0) & 15) == 0) {
+      body = min(hi, (lo + 3) & ~3);
+      end = max(body, hi & ~3);
+    }
+    for (int i = lo + tid; i < body; i += kDwThreads) cp_async4(dst + 4u * i, src + i, true);
+    for (int i = body + 4 * tid; i < end; i += 4 * kDwThreads) cp_async16(dst + 4u * i, src + i);
+    for (int i = end + tid; i < hi; i += kDwThreads) cp_async4(dst + 4u * i, src + i, true);
     cp_async_commit();
     cp_async_wait<0>();
     __syncthreads();
