@@ -1050,8 +1050,8 @@ TEST_CASE("cuda: memory-bound kernels (encoder, depthwise, decoder) against the 
         .padding_mode = PaddingMode::kReplicate},
        1, 4003, true, dw);
   // Windows at the rows' edges, staged as padding plus asynchronous copies of the part inside
-  // the row (16-byte copies where the row is aligned): padding of every mode and of 1, 2, 6, 8
-  // and 9 frames, channel multipliers, rows of several windows, K = 1 without bias.
+  // the row: padding of every mode and of 1, 6, 8 and 9 frames, channel multipliers, rows of
+  // several windows, K = 1 without bias.
   conv({.in_channels = 16,
         .out_channels = 32,
         .kernel_size = 5,
