@@ -30,6 +30,7 @@ extern std::atomic<std::int64_t> g_violations;
 #if defined(__AVX__)
 #include <immintrin.h>
 #endif
+#include <cmath>
 #include <cstring>
 #include <thread>
 #include <vector>
@@ -121,25 +122,84 @@ void fill_bias(float* row, std::int64_t count, const float* bias, std::int64_t c
 
 // Output row (b, o), frames [t0, t1), into y[0, t1 - t0) by the definition: y[t - t0] = bias +
 // sum over (c, k) of w * x[t * stride + k * dilation - pad]. Vectorizes along time.
+// stream: the stride-1 frames inside the input go out with non-temporal stores, whole 64-byte
+// lines only (see store_row); the caller fences.
 void conv1d_direct_row(const Conv1dParams& p, TensorView<const float> x, std::int64_t pad_left,
                        const float* weight, const float* bias, std::int64_t b, std::int64_t o,
-                       std::int64_t t0, std::int64_t t1, float* y) {
+                       std::int64_t t0, std::int64_t t1, float* y, bool stream = false) {
   const std::int64_t cg = p.in_channels / p.groups;
   const std::int64_t g = o / (p.out_channels / p.groups);
-  fill_bias(y, t1 - t0, bias, o);
-  for (std::int64_t c = 0; c < cg; ++c) {
-    const float* xr = x.channel(b, g * cg + c);
-    for (std::int64_t k = 0; k < p.kernel_size; ++k) {
-      const float w = weight[(o * cg + c) * p.kernel_size + k];
-      const std::int64_t offset = k * p.dilation - pad_left;
-      const Range r = valid_outputs(offset, p.stride, x.frames(), t0, t1);
-      if (p.stride == 1) {
-        for (std::int64_t t = r.begin; t < r.end; ++t) y[t - t0] += w * xr[t + offset];
-      } else {
-        for (std::int64_t t = r.begin; t < r.end; ++t) y[t - t0] += w * xr[t * p.stride + offset];
+  const float* w = weight + o * cg * p.kernel_size;
+  // Frames [lo, hi) of [t0, t1) whose taps all lie inside the input.
+  std::int64_t lo = t1, hi = t1;
+  if (p.stride == 1) {
+    lo = std::clamp(pad_left, t0, t1);
+    hi = std::clamp(x.frames() - (p.kernel_size - 1) * p.dilation + pad_left, lo, t1);
+  }
+  // Tap by tap over a range (the taps that fall outside the input skipped), vectorized along
+  // time by the compiler.
+  auto by_taps = [&](std::int64_t ta, std::int64_t tb) {
+    if (ta >= tb) return;
+    fill_bias(y + (ta - t0), tb - ta, bias, o);
+    for (std::int64_t c = 0; c < cg; ++c) {
+      const float* xr = x.channel(b, g * cg + c);
+      for (std::int64_t k = 0; k < p.kernel_size; ++k) {
+        const float wk = w[c * p.kernel_size + k];
+        const std::int64_t offset = k * p.dilation - pad_left;
+        const Range r = valid_outputs(offset, p.stride, x.frames(), ta, tb);
+        if (p.stride == 1) {
+          for (std::int64_t t = r.begin; t < r.end; ++t) {
+            y[t - t0] = std::fma(wk, xr[t + offset], y[t - t0]);
+          }
+        } else {
+          for (std::int64_t t = r.begin; t < r.end; ++t) {
+            y[t - t0] = std::fma(wk, xr[t * p.stride + offset], y[t - t0]);
+          }
+        }
       }
     }
+  };
+  by_taps(t0, lo);
+  by_taps(hi, t1);
+  if (lo >= hi) return;
+  // Stride 1 inside the input: each vector of outputs sums all its taps in registers and is
+  // written once, in the same order (bias, then channel by channel, tap by tap, each a fused
+  // multiply-add) as by_taps, so an output's bits do not depend on which path computed it (a
+  // streamed chunk may cut a row elsewhere than the whole call). Tap by tap, the layer read and
+  // wrote its L1 block once per tap: tcn_depthwise on one thread measured 3.9-4.1 ms that way.
+  const float b0 = bias != nullptr ? bias[o] : 0.0f;
+  auto one = [&](std::int64_t t) {
+    float acc = b0;
+    for (std::int64_t c = 0; c < cg; ++c) {
+      const float* xr = x.channel(b, g * cg + c) + t - pad_left;
+      for (std::int64_t k = 0; k < p.kernel_size; ++k) {
+        acc = std::fma(w[c * p.kernel_size + k], xr[k * p.dilation], acc);
+      }
+    }
+    y[t - t0] = acc;
+  };
+  std::int64_t t = lo;
+#if defined(__AVX512F__)
+  if (stream) {
+    for (; t < hi && (reinterpret_cast<std::uintptr_t>(y + (t - t0)) & 63) != 0; ++t) one(t);
   }
+  for (; t + 16 <= hi; t += 16) {
+    __m512 acc = _mm512_set1_ps(b0);
+    for (std::int64_t c = 0; c < cg; ++c) {
+      const float* xr = x.channel(b, g * cg + c) + t - pad_left;
+      for (std::int64_t k = 0; k < p.kernel_size; ++k) {
+        acc = _mm512_fmadd_ps(_mm512_set1_ps(w[c * p.kernel_size + k]),
+                              _mm512_loadu_ps(xr + k * p.dilation), acc);
+      }
+    }
+    if (stream) {
+      _mm512_stream_ps(y + (t - t0), acc);
+    } else {
+      _mm512_storeu_ps(y + (t - t0), acc);
+    }
+  }
+#endif
+  for (; t < hi; ++t) one(t);
 }
 
 // Copies n floats to dst with non-temporal stores, for outputs larger than the caches: they
@@ -184,10 +244,19 @@ bool use_streaming_stores(const Conv1dParams& p, std::int64_t whole_frames) {
 }
 
 // Groups with one or two channels (depthwise): the direct formula, one row and block per task.
-// Large outputs are summed in an L1-sized buffer and streamed out, which saves the
-// read-for-ownership of each output line, a third of the memory traffic of a layer that reads
-// one float per float it writes (tcn_depthwise, one thread: 6.3-7.9 vs 9.0-9.7 ms, interleaved
-// runs of both builds; fusing the taps into one pass measured no further gain).
+// Large outputs go out with non-temporal stores, which saves the read-for-ownership of each
+// output line, a third of the memory traffic of a layer that reads one float per float it
+// writes (tcn_depthwise, one thread: 6.3-7.9 vs 9.0-9.7 ms, interleaved runs of both builds).
+// At stride 1 with AVX-512 they stream straight from the registers that summed the taps;
+// otherwise through an L1-sized block and store_row. The block and its copy cost a third:
+// tcn_depthwise 2.6-3.5 ms on one thread and 1.5-1.7 on two, against 4.0-5.2 and 2.5-2.6
+// through the block (three interleaved rounds of both builds, `convbank bench --repeat 20`).
+#if defined(__AVX512F__)
+constexpr bool kStreamFromRegisters = true;
+#else
+constexpr bool kStreamFromRegisters = false;
+#endif
+
 void conv1d_direct(const Conv1dParams& p, TensorView<const float> x, std::int64_t pad_left,
                    const float* weight, const float* bias, TensorView<float> out,
                    std::int64_t whole_frames) {
@@ -204,6 +273,11 @@ void conv1d_direct(const Conv1dParams& p, TensorView<const float> x, std::int64_
     const std::int64_t o = row % p.out_channels;
     if (!streaming) {
       conv1d_direct_row(p, x, pad_left, weight, bias, b, o, t0, t1, out.channel(b, o) + t0);
+      return;
+    }
+    if (kStreamFromRegisters && p.stride == 1) {
+      conv1d_direct_row(p, x, pad_left, weight, bias, b, o, t0, t1, out.channel(b, o) + t0, true);
+      fence_streaming_stores();
       return;
     }
     float* buf = scratch[static_cast<std::size_t>(thread)].data();
