@@ -120,13 +120,25 @@ void fill_bias(float* row, std::int64_t count, const float* bias, std::int64_t c
   std::fill(row, row + count, bias != nullptr ? bias[channel] : 0.0f);
 }
 
+// a * b + c, rounded once where the build targets FMA hardware (as every AVX-512 loop here
+// does), twice elsewhere: one definition, so that the direct paths agree bit for bit, and no
+// call to a software fmaf in builds for older machines.
+inline float madd(float a, float b, float c) {
+#if defined(__FMA__)
+  return std::fma(a, b, c);
+#else
+  return a * b + c;
+#endif
+}
+
 // Output row (b, o), frames [t0, t1), into y[0, t1 - t0) by the definition: y[t - t0] = bias +
 // sum over (c, k) of w * x[t * stride + k * dilation - pad]. Vectorizes along time.
 // stream: the stride-1 frames inside the input go out with non-temporal stores, whole 64-byte
 // lines only (see store_row); the caller fences.
 void conv1d_direct_row(const Conv1dParams& p, TensorView<const float> x, std::int64_t pad_left,
                        const float* weight, const float* bias, std::int64_t b, std::int64_t o,
-                       std::int64_t t0, std::int64_t t1, float* y, bool stream = false) {
+                       std::int64_t t0, std::int64_t t1, float* y,
+                       [[maybe_unused]] bool stream = false) {
   const std::int64_t cg = p.in_channels / p.groups;
   const std::int64_t g = o / (p.out_channels / p.groups);
   const float* w = weight + o * cg * p.kernel_size;
@@ -149,11 +161,11 @@ void conv1d_direct_row(const Conv1dParams& p, TensorView<const float> x, std::in
         const Range r = valid_outputs(offset, p.stride, x.frames(), ta, tb);
         if (p.stride == 1) {
           for (std::int64_t t = r.begin; t < r.end; ++t) {
-            y[t - t0] = std::fma(wk, xr[t + offset], y[t - t0]);
+            y[t - t0] = madd(wk, xr[t + offset], y[t - t0]);
           }
         } else {
           for (std::int64_t t = r.begin; t < r.end; ++t) {
-            y[t - t0] = std::fma(wk, xr[t * p.stride + offset], y[t - t0]);
+            y[t - t0] = madd(wk, xr[t * p.stride + offset], y[t - t0]);
           }
         }
       }
@@ -173,7 +185,7 @@ void conv1d_direct_row(const Conv1dParams& p, TensorView<const float> x, std::in
     for (std::int64_t c = 0; c < cg; ++c) {
       const float* xr = x.channel(b, g * cg + c) + t - pad_left;
       for (std::int64_t k = 0; k < p.kernel_size; ++k) {
-        acc = std::fma(w[c * p.kernel_size + k], xr[k * p.dilation], acc);
+        acc = madd(w[c * p.kernel_size + k], xr[k * p.dilation], acc);
       }
     }
     y[t - t0] = acc;
