@@ -764,6 +764,12 @@ void conv1d_winograd(const Conv1dParams& p, TensorView<const float> x, std::int6
       const std::int64_t first = t0 - pad_left;  // input index of seg[0]
       const std::int64_t len = (nt + 1) * kWinoTile;
       const Range r = valid_outputs(first, 1, x.frames(), 0, len);
+      if (r.begin == 0 && r.end == len) {
+        // Wholly inside the input: transformed straight from it, no zero-extended copy.
+        finite = finite && all_finite(xr + first, len);
+        winograd_input_tile(xr + first, nt, v + c * nt, stride_v, phases);
+        continue;
+      }
       std::fill(seg, seg + r.begin, 0.0f);
       std::memcpy(seg + r.begin, xr + first + r.begin,
                   static_cast<std::size_t>(r.end - r.begin) * sizeof(float));
