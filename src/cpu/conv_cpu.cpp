@@ -177,8 +177,7 @@ void conv1d_direct_row(const Conv1dParams& p, TensorView<const float> x, std::in
   // Stride 1 inside the input: each vector of outputs sums all its taps in registers and is
   // written once, in the same order (bias, then channel by channel, tap by tap, each a fused
   // multiply-add) as by_taps, so an output's bits do not depend on which path computed it (a
-  // streamed chunk may cut a row elsewhere than the whole call). Tap by tap, the layer read and
-  // wrote its L1 block once per tap: tcn_depthwise on one thread measured 3.9-4.1 ms that way.
+  // streamed chunk may cut a row elsewhere than the whole call).
   const float b0 = bias != nullptr ? bias[o] : 0.0f;
   auto one = [&](std::int64_t t) {
     float acc = b0;
@@ -261,8 +260,9 @@ bool use_streaming_stores(const Conv1dParams& p, std::int64_t whole_frames) {
 // writes (tcn_depthwise, one thread: 6.3-7.9 vs 9.0-9.7 ms, interleaved runs of both builds).
 // At stride 1 with AVX-512 they stream straight from the registers that summed the taps;
 // otherwise through an L1-sized block and store_row. The block and its copy cost a third:
-// tcn_depthwise 2.6-3.5 ms on one thread and 1.5-1.7 on two, against 4.0-5.2 and 2.5-2.6
-// through the block (three interleaved rounds of both builds, `convbank bench --repeat 20`).
+// tcn_depthwise 2.60-3.54 ms on one thread and 1.51-1.71 on two, against 3.99-5.15 and
+// 2.45-2.59 through the block (three interleaved rounds of both builds, `convbank bench
+// --repeat 20`).
 #if defined(__AVX512F__)
 constexpr bool kStreamFromRegisters = true;
 #else
@@ -275,7 +275,10 @@ void conv1d_direct(const Conv1dParams& p, TensorView<const float> x, std::int64_
   const std::int64_t blocks = ceil_div(p.out_frames, kDirectBlockFrames);
   const std::int64_t rows = p.batch * p.out_channels;
   const bool streaming = use_streaming_stores(p, whole_frames);
-  std::vector<std::vector<float>> scratch(streaming ? threads_for(rows * blocks) : 0);
+  // The L1 block for streamed stores, unless they leave straight from the registers.
+  const bool from_registers = kStreamFromRegisters && p.stride == 1;
+  std::vector<std::vector<float>> scratch(streaming && !from_registers ? threads_for(rows * blocks)
+                                                                       : 0);
   for (auto& s : scratch) s.resize(static_cast<std::size_t>(kDirectBlockFrames));
   parallel_for(rows * blocks, [&](std::int64_t task, int thread) {
     const std::int64_t row = task / blocks;
@@ -287,7 +290,7 @@ void conv1d_direct(const Conv1dParams& p, TensorView<const float> x, std::int64_
       conv1d_direct_row(p, x, pad_left, weight, bias, b, o, t0, t1, out.channel(b, o) + t0);
       return;
     }
-    if (kStreamFromRegisters && p.stride == 1) {
+    if (from_registers) {
       conv1d_direct_row(p, x, pad_left, weight, bias, b, o, t0, t1, out.channel(b, o) + t0, true);
       fence_streaming_stores();
       return;
