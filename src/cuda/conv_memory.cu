@@ -13,6 +13,7 @@
 //                                running sums in shared memory every 32.
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
 
 #include "cuda/conv_common.cuh"
 #include "cuda/cp_async.cuh"
@@ -403,84 +404,100 @@ __global__ void __launch_bounds__(kDecThreads, 2) conv_transpose1d_decoder_kerne
     const float* xl = xg + ql;  // frame ql of the group's first channel
 #pragma unroll
     for (int i = 0; i < 4 * PH; ++i) sum[i * kDecThreads + tid] = 0.0f;
-    for (int c0 = 0; c0 < a.cin_g; c0 += a.chunk) {
-      const int cn = min(a.chunk, a.cin_g - c0);
-      if (!resident) stage(c0, cn);
-      // Channels [c_begin, c_end) of the chunk (resident: one chunk, this warp's part).
-      const int c_begin = resident ? c_lo : 0, c_end = resident ? c_hi : cn;
-      // Group `ci` (its first channel in the chunk) into v (frames ql..ql+3) and h (lane 0:
-      // frames ql-1..ql-H); channels past the chunk read as zeros.
-      auto load = [&](int ci, float(&v)[U][4], float(&h)[U][H]) {
-        const float* xr = xl + (c0 + ci) * a.x_cs;
+    // Most warps' frames, lane 0's H frames before them included, lie inside the row, and their
+    // channels come in whole groups: they load without a bounds test and a zero per frame
+    // (dec_tasnet issued 112 M instructions instead of 130 M; 16 x 512 -> 4, 0.70 vs 0.78 ms).
+    const bool inside = qw - H >= 0 && qw + kDecWarpBlocks <= a.in_frames;
+    auto channels = [&](auto clean_tag) {
+      constexpr bool kClean = decltype(clean_tag)::value;
+      for (int c0 = 0; c0 < a.cin_g; c0 += a.chunk) {
+        const int cn = min(a.chunk, a.cin_g - c0);
+        if (!resident) stage(c0, cn);
+        // Channels [c_begin, c_end) of the chunk (resident: one chunk, this warp's part).
+        const int c_begin = resident ? c_lo : 0, c_end = resident ? c_hi : cn;
+        // Group `ci` (its first channel in the chunk) into v (frames ql..ql+3) and h (lane 0:
+        // frames ql-1..ql-H); channels past the chunk read as zeros. The clean variant, whose
+        // groups are whole, reads the last group again in place of the one past it (not used).
+        auto load = [&](int ci, float(&v)[U][4], float(&h)[U][H]) {
+          if constexpr (kClean) ci = min(ci, c_end - U);
+          const float* xr = xl + (c0 + ci) * a.x_cs;
 #pragma unroll
-        for (int u = 0; u < U; ++u) {
-          const bool live = ci + u < c_end;
+          for (int u = 0; u < U; ++u) {
+            const bool live = kClean || ci + u < c_end;
 #pragma unroll
-          for (int j = 0; j < 4; ++j) v[u][j] = live && (ok & (1 << j)) ? __ldg(xr + j) : 0.0f;
+            for (int j = 0; j < 4; ++j) {
+              v[u][j] = kClean || (live && (ok & (1 << j))) ? __ldg(xr + j) : 0.0f;
+            }
 #pragma unroll
-          for (int m = 1; m <= H; ++m) {
-            h[u][m - 1] = live && (ok & (16 << m)) ? __ldg(xr - m) : 0.0f;
+            for (int m = 1; m <= H; ++m) {
+              h[u][m - 1] = live && (ok & (16 << m)) ? __ldg(xr - m) : 0.0f;
+            }
+            xr += a.x_cs;
           }
-          xr += a.x_cs;
-        }
-      };
-      float acc[4][PH];
+        };
+        float acc[4][PH];
 #pragma unroll
-      for (int j = 0; j < 4; ++j)
+        for (int j = 0; j < 4; ++j)
 #pragma unroll
-        for (int p = 0; p < PH; ++p) acc[j][p] = 0.0f;
-      float v[U][4], h[U][H];
-      load(c_begin, v, h);
-      for (int ci = c_begin; ci < c_end; ci += U) {
-        float nv[U][4], nh[U][H];
-        load(ci + U, nv, nh);
+          for (int p = 0; p < PH; ++p) acc[j][p] = 0.0f;
+        float v[U][4], h[U][H];
+        load(c_begin, v, h);
+        for (int ci = c_begin; ci < c_end; ci += U) {
+          float nv[U][4], nh[U][H];
+          load(ci + U, nv, nh);
 #pragma unroll
-        for (int u = 0; u < U; ++u) {
-          // win[MT - 1 + j - m] = x[ql + j - m]
-          float win[MT - 1 + 4];
+          for (int u = 0; u < U; ++u) {
+            // win[MT - 1 + j - m] = x[ql + j - m]
+            float win[MT - 1 + 4];
 #pragma unroll
-          for (int j = 0; j < 4; ++j) win[MT - 1 + j] = v[u][j];
+            for (int j = 0; j < 4; ++j) win[MT - 1 + j] = v[u][j];
 #pragma unroll
-          for (int m = 1; m < MT; ++m) {
-            const float below = __shfl_up_sync(0xffffffffu, v[u][4 - m], 1);
-            win[MT - 1 - m] = lane == 0 ? h[u][m - 1] : below;
-          }
-          const float* wc = sw + (ci + u) * a.T * PH;
+            for (int m = 1; m < MT; ++m) {
+              const float below = __shfl_up_sync(0xffffffffu, v[u][4 - m], 1);
+              win[MT - 1 - m] = lane == 0 ? h[u][m - 1] : below;
+            }
+            const float* wc = sw + (ci + u) * a.T * PH;
 #pragma unroll
-          for (int m = 0; m < MT; ++m) {
-            if (m < a.T) {
+            for (int m = 0; m < MT; ++m) {
+              if (m < a.T) {
 #pragma unroll
-              for (int p4 = 0; p4 < PH / 4; ++p4) {
-                const float4 w4 = *reinterpret_cast<const float4*>(wc + m * PH + 4 * p4);
+                for (int p4 = 0; p4 < PH / 4; ++p4) {
+                  const float4 w4 = *reinterpret_cast<const float4*>(wc + m * PH + 4 * p4);
 #pragma unroll
-                for (int j = 0; j < 4; ++j) {
-                  const float xv = win[MT - 1 + j - m];
-                  acc[j][4 * p4 + 0] = fmaf(w4.x, xv, acc[j][4 * p4 + 0]);
-                  acc[j][4 * p4 + 1] = fmaf(w4.y, xv, acc[j][4 * p4 + 1]);
-                  acc[j][4 * p4 + 2] = fmaf(w4.z, xv, acc[j][4 * p4 + 2]);
-                  acc[j][4 * p4 + 3] = fmaf(w4.w, xv, acc[j][4 * p4 + 3]);
+                  for (int j = 0; j < 4; ++j) {
+                    const float xv = win[MT - 1 + j - m];
+                    acc[j][4 * p4 + 0] = fmaf(w4.x, xv, acc[j][4 * p4 + 0]);
+                    acc[j][4 * p4 + 1] = fmaf(w4.y, xv, acc[j][4 * p4 + 1]);
+                    acc[j][4 * p4 + 2] = fmaf(w4.z, xv, acc[j][4 * p4 + 2]);
+                    acc[j][4 * p4 + 3] = fmaf(w4.w, xv, acc[j][4 * p4 + 3]);
+                  }
                 }
               }
             }
           }
-        }
 #pragma unroll
-        for (int u = 0; u < U; ++u) {
+          for (int u = 0; u < U; ++u) {
 #pragma unroll
-          for (int j = 0; j < 4; ++j) v[u][j] = nv[u][j];
+            for (int j = 0; j < 4; ++j) v[u][j] = nv[u][j];
 #pragma unroll
-          for (int m = 0; m < H; ++m) h[u][m] = nh[u][m];
-        }
-        if ((ci + U - c_begin) % kDecFold == 0 || ci + U >= c_end) {
+            for (int m = 0; m < H; ++m) h[u][m] = nh[u][m];
+          }
+          if ((ci + U - c_begin) % kDecFold == 0 || ci + U >= c_end) {
 #pragma unroll
-          for (int j = 0; j < 4; ++j)
+            for (int j = 0; j < 4; ++j)
 #pragma unroll
-            for (int p = 0; p < PH; ++p) {
-              sum[(j * PH + p) * kDecThreads + tid] += acc[j][p];
-              acc[j][p] = 0.0f;
-            }
+              for (int p = 0; p < PH; ++p) {
+                sum[(j * PH + p) * kDecThreads + tid] += acc[j][p];
+                acc[j][p] = 0.0f;
+              }
+          }
         }
       }
+    };
+    if (inside && c_hi > c_lo && (c_hi - c_lo) % U == 0) {
+      channels(std::true_type{});
+    } else {
+      channels(std::false_type{});
     }
     if (parts > 1) {
       __syncthreads();  // every part's sums are in shared memory
