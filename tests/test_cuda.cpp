@@ -547,6 +547,10 @@ TEST_CASE("cuda: depth-to-space tensor-core ConvTranspose1d against the float64 
   GridStats stats;
   std::uint64_t seed = 31415;
   using T = ConvTranspose1dOptions;
+  const cc::SsInputCopies copies_before = cc::ss_input_copies();
+  // The small shapes too (they would take the decoder kernels by size).
+  const cc::WgmmaPolicy before = cc::wgmma_policy();
+  cc::set_wgmma_policy(cc::WgmmaPolicy::kAlways);
   run_config<ConvTranspose1d, T>(
       {.in_channels = 64, .out_channels = 32, .kernel_size = 4, .stride = 2, .padding = 1}, 2, 4000,
       false, seed++, stats);
@@ -583,11 +587,27 @@ TEST_CASE("cuda: depth-to-space tensor-core ConvTranspose1d against the float64 
       1000, false, seed++, stats);
   MESSAGE("depth-to-space: worst ", stats.worst, " at ", stats.worst_config,
           "; kernels: ", join(stats.kernels));
-  CHECK(stats.runs == 8);
+  // A decoder to 4 channels on rows of odd length (quad rows) and one on a strided view (16-byte
+  // pieces): their 64 x 256 tiles copy 264 frames per row.
+  run_config<ConvTranspose1d, T>(
+      {.in_channels = 64, .out_channels = 4, .kernel_size = 16, .stride = 8}, 2, 3001, false,
+      seed++, stats);
+  run_config<ConvTranspose1d, T>(
+      {.in_channels = 64, .out_channels = 4, .kernel_size = 16, .stride = 8, .padding = 3}, 2, 2999,
+      true, seed++, stats);
+  const cc::SsInputCopies copies = cc::ss_input_copies();
+  cc::set_wgmma_policy(before);
+  CHECK(stats.runs == 10);
   if (cc::wgmma_available()) {
     for (const auto& k : stats.kernels)
       CHECK_MESSAGE(k.rfind("conv_transpose1d_d2s_wgmma_ss_3xtf32_", 0) == 0, k);
     CHECK(stats.kernels.size() == 2);  // both channel tiles
+    // Copies wider than the copy engine's 256-element box dimension (the 64 x 256 tiles) went
+    // as two halves, for rows of a multiple of 4 frames and of odd length.
+    MESSAGE("two-half copies: rows ", copies.rows_halves - copies_before.rows_halves,
+            ", quad rows ", copies.quads_halves - copies_before.quads_halves);
+    CHECK(copies.rows_halves > copies_before.rows_halves);
+    CHECK(copies.quads_halves > copies_before.quads_halves);
   }
 }
 

@@ -31,6 +31,7 @@ WgmmaPolicy wgmma_policy();
 // pieces. A fallback to the pieces computes the same outputs, only slower: the tests count.
 struct SsInputCopies {
   std::uint64_t rows = 0, quads = 0, pieces = 0;
+  std::uint64_t rows_halves = 0, quads_halves = 0;  // of those, copies in two halves
 };
 SsInputCopies ss_input_copies();
 
