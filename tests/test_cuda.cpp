@@ -654,6 +654,7 @@ TEST_CASE("cuda: tensor-core outputs on rows off 32-byte boundaries against the 
   std::uint64_t seed = 2718;
   using C = Conv1dOptions;
   using T = ConvTranspose1dOptions;
+  const cc::SsInputCopies copies_before = cc::ss_input_copies();
   run_config<Conv1d, C>({.in_channels = 24, .out_channels = 40, .kernel_size = 3}, 4, 4000, false,
                         seed++, stats);  // 3998 frames
   run_config<Conv1d, C>({.in_channels = 64, .out_channels = 130, .kernel_size = 3, .padding = 1}, 2,
@@ -673,12 +674,18 @@ TEST_CASE("cuda: tensor-core outputs on rows off 32-byte boundaries against the 
                         seed++, stats);  // 3999 frames in views of pitch 4006
   run_config<Conv1d, C>({.in_channels = 64, .out_channels = 130, .kernel_size = 3, .padding = 1}, 2,
                         1001, true, seed++, stats);
+  // Odd rows whose 64 x 256 tiles copy 268 frames per quad row, widened to 272 for the copies in
+  // two halves.
+  run_config<Conv1d, C>({.in_channels = 32, .out_channels = 48, .kernel_size = 5, .padding = 2}, 2,
+                        4001, false, seed++, stats);
+  const cc::SsInputCopies copies = cc::ss_input_copies();
   MESSAGE("rows off 32-byte boundaries: worst ", stats.worst, "; kernels: ", join(stats.kernels));
-  CHECK(stats.runs == 7);
+  CHECK(stats.runs == 8);
   if (cc::wgmma_available()) {
     for (const std::string& k : stats.kernels) {
       CHECK_MESSAGE(k.find("_wgmma_ss_") != std::string::npos, k);
     }
+    CHECK(copies.quads_halves > copies_before.quads_halves);
   }
 }
 

@@ -1250,6 +1250,15 @@ void set_alignment(WgArgs& a) {
   a.y_vec2 = reinterpret_cast<std::uintptr_t>(a.y) % 8 == 0 && a.y_cs % 2 == 0 && a.y_bs % 2 == 0;
 }
 
+// The SS kernel's copied rows: raw_pitch frames apart (a multiple of 4), its reciprocal, and a copy
+// buffer of ci_chunk such rows (the quad tensor copies' layout may widen it).
+void set_raw_pitch(WgArgs& a, int pitch) {
+  a.raw_pitch = pitch;
+  a.raw_quads_div =
+      static_cast<std::uint32_t>(((std::uint64_t{1} << 32) + pitch / 4 - 1) / (pitch / 4));
+  a.raw_plane = a.ci_chunk * pitch;
+}
+
 // Launches per input copy kind, indexed by WgArgs::x_tma, and those of them with copies in two
 // halves (ss_input_copies()).
 std::atomic<std::uint64_t> g_ss_input_copies[3];
@@ -1326,14 +1335,19 @@ void set_input_map(WgArgs& a, CUtensorMap& map, int raw_room) {
                                1, 1};
     if (width * a.ci_chunk <= raw_room && encode_4d(dims, strides, box)) {
       a.x_tma = kTmaRows;
-      a.raw_pitch = width;
-      a.raw_plane = a.ci_chunk * width;
+      set_raw_pitch(a, width);
     }
     return;
   }
   // Rows of raw_pitch frames (the pieces' rows: up to 3 frames of lead, then span); each of the
-  // four copies lands 128-byte aligned, all within the copy buffer.
-  a.quad_stride = (a.ci_chunk / 4 * a.raw_pitch + 31) / 32 * 32;
+  // four copies lands 128-byte aligned, all within the copy buffer. Halves need raw_pitch a
+  // multiple of 8: one more 16-byte piece per row where the copy buffer has room for it.
+  const auto quad_stride = [&](int pitch) { return (a.ci_chunk / 4 * pitch + 31) / 32 * 32; };
+  if (a.cin_g % 4 == 0 && a.raw_pitch > kBoxMax && a.raw_pitch % 8 != 0 &&
+      4 * quad_stride(a.raw_pitch + 4) <= raw_room) {
+    set_raw_pitch(a, a.raw_pitch + 4);
+  }
+  a.quad_stride = quad_stride(a.raw_pitch);
   if (a.cin_g % 4 != 0 || (a.raw_pitch > kBoxMax && a.raw_pitch % 8 != 0) ||
       4 * a.quad_stride > raw_room) {
     return;
@@ -1358,13 +1372,10 @@ void launch_ss(WgArgs a, int co_tile, cudaStream_t stream, const char* name,
   a.rt = a.taps * a.ci_chunk;
   a.nchunks = (a.cin_g + a.ci_chunk - 1) / a.ci_chunk;
   set_span(a, geo.span);
-  a.raw_pitch = a.x_vec ? geo.span : geo.span + 4;
-  a.raw_quads_div = static_cast<std::uint32_t>(((std::uint64_t{1} << 32) + a.raw_pitch / 4 - 1) /
-                                               (a.raw_pitch / 4));
+  set_raw_pitch(a, a.x_vec ? geo.span : geo.span + 4);
   const int frames = ss_block_frames(co_tile);
   a.t_tiles = (a.out_frames + frames - 1) / frames;
   a.n_tiles = (a.cout_g + co_tile - 1) / co_tile;
-  a.raw_plane = a.ci_chunk * a.raw_pitch;
   CUtensorMap x_map{};
   set_input_map(a, x_map, geo.raw_room);
   g_ss_input_copies[a.x_tma].fetch_add(1, std::memory_order_relaxed);
