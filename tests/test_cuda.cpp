@@ -603,11 +603,11 @@ TEST_CASE("cuda: depth-to-space tensor-core ConvTranspose1d against the float64 
       CHECK_MESSAGE(k.rfind("conv_transpose1d_d2s_wgmma_ss_3xtf32_", 0) == 0, k);
     CHECK(stats.kernels.size() == 2);  // both channel tiles
     // Copies wider than the copy engine's 256-element box dimension (the 64 x 256 tiles) went
-    // as two halves, for rows of a multiple of 4 frames and of odd length.
-    MESSAGE("two-half copies: rows ", copies.rows_halves - copies_before.rows_halves,
-            ", quad rows ", copies.quads_halves - copies_before.quads_halves);
-    CHECK(copies.rows_halves > copies_before.rows_halves);
-    CHECK(copies.quads_halves > copies_before.quads_halves);
+    // in parts, for rows of a multiple of 4 frames and of odd length.
+    MESSAGE("copies in parts: rows ", copies.rows_split - copies_before.rows_split, ", quad rows ",
+            copies.quads_split - copies_before.quads_split);
+    CHECK(copies.rows_split > copies_before.rows_split);
+    CHECK(copies.quads_split > copies_before.quads_split);
   }
 }
 
@@ -674,18 +674,22 @@ TEST_CASE("cuda: tensor-core outputs on rows off 32-byte boundaries against the 
                         seed++, stats);  // 3999 frames in views of pitch 4006
   run_config<Conv1d, C>({.in_channels = 64, .out_channels = 130, .kernel_size = 3, .padding = 1}, 2,
                         1001, true, seed++, stats);
-  // Odd rows whose 64 x 256 tiles copy 268 frames per quad row, widened to 272 for the copies in
-  // two halves.
+  // Odd rows whose 64 x 256 tiles copy 268 frames per quad row, widened to 272 for copies in
+  // two parts; a dilated layer whose rows of 656 frames are widened to 660 for three.
   run_config<Conv1d, C>({.in_channels = 32, .out_channels = 48, .kernel_size = 5, .padding = 2}, 2,
                         4001, false, seed++, stats);
+  run_config<Conv1d, C>(
+      {.in_channels = 32, .out_channels = 48, .kernel_size = 3, .padding = 200, .dilation = 200}, 2,
+      4000, false, seed++, stats);
   const cc::SsInputCopies copies = cc::ss_input_copies();
   MESSAGE("rows off 32-byte boundaries: worst ", stats.worst, "; kernels: ", join(stats.kernels));
-  CHECK(stats.runs == 8);
+  CHECK(stats.runs == 9);
   if (cc::wgmma_available()) {
     for (const std::string& k : stats.kernels) {
       CHECK_MESSAGE(k.find("_wgmma_ss_") != std::string::npos, k);
     }
-    CHECK(copies.quads_halves > copies_before.quads_halves);
+    CHECK(copies.quads_split > copies_before.quads_split);
+    CHECK(copies.max_parts >= 3);
   }
 }
 

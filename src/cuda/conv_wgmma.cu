@@ -103,10 +103,11 @@ struct WgArgs {
   // of any length (odd frame counts), four channels as one 16-byte aligned "quad row" of 4 x_cs
   // frames; four copies per job, channels u, u + 4, ... of the chunk at raw + u * quad_stride;
   // interior jobs only (past a row's end lies the next channel), the others copy pieces.
-  // x_halves = 2: a copy wider than the copy engine's 256 elements per dimension goes as two
-  // halves of raw_pitch / 2 frames (a 5-d map, see set_input_map), interior jobs only.
+  // x_parts > 1: a copy wider than the copy engine's 256 elements per dimension goes as
+  // x_parts parts of raw_pitch / x_parts frames (a 5-d map, see set_input_map), interior jobs
+  // only.
   int x_tma;
-  int x_halves;
+  int x_parts;
   int quad_stride;
   int raw_plane;  // floats per copy buffer: ci_chunk * raw_pitch, or 4 * quad_stride
   std::int64_t t_tiles;
@@ -677,12 +678,12 @@ constexpr int kTmaNone = 0, kTmaRows = 1, kTmaQuads = 2;
 
 // Copies the box of the input's tensor map at frame c0, channel (or quad row) c1, group c2,
 // batch c3, counted on `bar` (one thread); the copy engine zero-fills what lies outside the
-// tensor. With halves == 2 the map is 5-d, its second dimension the two halves of the box.
+// tensor. With parts > 1 the map is 5-d, its second dimension the parts of the box's rows.
 __device__ __forceinline__ void tensor_copy_input(std::uint32_t dst, const CUtensorMap& map,
-                                                  int halves, int c0, int c1, int c2, int c3,
+                                                  int parts, int c0, int c1, int c2, int c3,
                                                   std::uint32_t bar) {
   const auto m = reinterpret_cast<std::uint64_t>(&map);
-  if (halves == 2) {
+  if (parts > 1) {
     asm volatile(
         "cp.async.bulk.tensor.5d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], "
         "[%1, {%2, %3, %4, %5, %6}], [%7];\n" ::"r"(dst),
@@ -774,12 +775,12 @@ __global__ void __launch_bounds__(kSsThreads, 1)
     auto copy_input = [&](const Tile& tt, int cc, int slot) {
       const std::uint32_t dst = smem_addr(raw + slot * raw_plane), bar = rbar + 8 * slot;
       const int g = static_cast<int>(tt.g), b = static_cast<int>(tt.b);
-      // Two halves: the second is bounds-checked at the first's frames, so interior jobs only.
+      // Parts: each is bounds-checked at the first's frames, so interior jobs only.
       if (a.x_tma == kTmaRows &&
-          (a.x_halves == 1 || (tt.slab0 >= 0 && tt.slab0 + a.raw_pitch <= a.in_frames))) {
+          (a.x_parts == 1 || (tt.slab0 >= 0 && tt.slab0 + a.raw_pitch <= a.in_frames))) {
         if (tid == 0) {
           mbar_expect(bar, static_cast<std::uint32_t>(sizeof(float) * a.ci_chunk * a.raw_pitch));
-          tensor_copy_input(dst, x_map, a.x_halves, static_cast<int>(tt.slab0), cc * a.ci_chunk, g,
+          tensor_copy_input(dst, x_map, a.x_parts, static_cast<int>(tt.slab0), cc * a.ci_chunk, g,
                             b, bar);
         }
         return true;
@@ -790,7 +791,7 @@ __global__ void __launch_bounds__(kSsThreads, 1)
         if (tid == 0) {
           mbar_expect(bar, static_cast<std::uint32_t>(sizeof(float) * a.ci_chunk * a.raw_pitch));
           for (int u = 0; u < 4; ++u) {
-            tensor_copy_input(dst + sizeof(float) * u * a.quad_stride, x_map, a.x_halves,
+            tensor_copy_input(dst + sizeof(float) * u * a.quad_stride, x_map, a.x_parts,
                               static_cast<int>((u * a.x_cs + tt.slab0) & ~std::int64_t{3}),
                               cc * a.ci_chunk / 4, g, b, bar);
           }
@@ -1259,21 +1260,23 @@ void set_raw_pitch(WgArgs& a, int pitch) {
   a.raw_plane = a.ci_chunk * pitch;
 }
 
-// Launches per input copy kind, indexed by WgArgs::x_tma, and those of them with copies in two
-// halves (ss_input_copies()).
+// Launches per input copy kind, indexed by WgArgs::x_tma, those of them with copies in parts,
+// and the most parts (ss_input_copies()).
 std::atomic<std::uint64_t> g_ss_input_copies[3];
-std::atomic<std::uint64_t> g_ss_input_halves[3];
+std::atomic<std::uint64_t> g_ss_input_split[3];
+std::atomic<int> g_ss_input_max_parts;
 
 // The input's tensor map for the SS kernel's bulk tensor copies and how it is used
 // (WgArgs::x_tma, quad_stride): kTmaRows where rows are 16-byte aligned, kTmaQuads where
 // only four rows together are (odd frame counts; channels per group a multiple of 4), kTmaNone
 // where neither holds, a box would be wider than 512 frames, coordinates could pass 2^30, the
 // driver rejects the strides or has no tensor maps: the producer then copies 16-byte pieces.
-// A box dimension holds at most 256 elements, so wider rows (the 64 x 256 tiles' 260-264
-// frames) are copied as two halves (x_halves = 2): the map's frame dimension is split into
-// (frame, half) with the half's stride raw_pitch / 2 frames, and the box's two halves land back
-// to back, as the rows the consumers read. Only the first dimension is bounds-checked against
-// the row, so such copies are for interior jobs; edge jobs copy pieces.
+// A box dimension holds at most 256 elements, so wider rows (the 64 x 256 tiles' 260-272
+// frames, dilated layers' longer ones) are copied in x_parts = ceil(width / 256) parts: the
+// map's frame dimension is split into (frame, part) with the part's stride raw_pitch / x_parts
+// frames, and the box's parts land back to back, as the rows the consumers read. Only the first
+// dimension is bounds-checked against the row, so such copies are for interior jobs; edge jobs
+// copy pieces.
 // CONVBANK_CUDA_SS_TMA=0: never (read once).
 void set_input_map(WgArgs& a, CUtensorMap& map, int raw_room) {
   using Encode =
@@ -1293,70 +1296,75 @@ void set_input_map(WgArgs& a, CUtensorMap& map, int raw_room) {
     return reinterpret_cast<Encode>(fn);
   }();
   a.x_tma = kTmaNone;
-  a.x_halves = 1;
+  a.x_parts = 1;
   constexpr std::int64_t kCoordMax = std::int64_t{1} << 30;
   constexpr int kBoxMax = 256;
   const bool aligned = reinterpret_cast<std::uintptr_t>(a.x) % 16 == 0 && a.x_bs % 4 == 0;
-  if (encode == nullptr || !aligned || a.span > 2 * kBoxMax - 4 || a.ci_chunk > kBoxMax ||
-      4 * a.x_cs + a.span >= kCoordMax || a.in_offset <= -kCoordMax ||
-      a.in_offset + a.t_tiles * ss_block_frames(a.cols) >= kCoordMax) {
+  if (encode == nullptr || !aligned || a.ci_chunk > kBoxMax || 4 * a.x_cs + a.span >= kCoordMax ||
+      a.in_offset <= -kCoordMax || a.in_offset + a.t_tiles * ss_block_frames(a.cols) >= kCoordMax) {
     return;
   }
   const auto u64 = [](std::int64_t v) { return static_cast<cuuint64_t>(v); };
   const std::int64_t batch = a.bg_count / a.groups;
   const cuuint32_t steps[5] = {1, 1, 1, 1, 1};
-  // (frame, channel or quad row, group, batch), a box `width` frames wide; above kBoxMax
-  // frames (width a multiple of 8) as the 5-d map of two halves.
-  auto encode_4d = [&](const cuuint64_t* dims, const cuuint64_t* strides, const cuuint32_t* box) {
-    const int width = static_cast<int>(box[0]);
-    const int halves = width > kBoxMax ? 2 : 1;
-    const cuuint64_t dims5[5] = {dims[0], 2, dims[1], dims[2], dims[3]};
-    const cuuint64_t strides5[4] = {u64(width / 2) * sizeof(float), strides[0], strides[1],
+  // A copy of `width` frames goes in parts of width / parts frames, each a whole number of
+  // 16-byte pieces: fit() rounds a width up to a multiple of 4 x its parts.
+  const auto parts_of = [](int width) { return (width + kBoxMax - 1) / kBoxMax; };
+  const auto fit = [&](int width) {
+    const int q = 4 * parts_of(width);
+    return (width + q - 1) / q * q;
+  };
+  // (frame, channel or quad row, group, batch), a box `box[0]` frames wide (a fit() width);
+  // above kBoxMax frames as the 5-d map (frame, part, channel or quad row, group, batch).
+  auto encode_map = [&](const cuuint64_t* dims, const cuuint64_t* strides, const cuuint32_t* box) {
+    const int parts = parts_of(static_cast<int>(box[0]));
+    const cuuint64_t dims5[5] = {dims[0], u64(parts), dims[1], dims[2], dims[3]};
+    const cuuint64_t strides5[4] = {u64(box[0] / parts) * sizeof(float), strides[0], strides[1],
                                     strides[2]};
-    const cuuint32_t box5[5] = {box[0] / 2, 2, box[1], box[2], box[3]};
+    const cuuint32_t box5[5] = {box[0] / parts, static_cast<cuuint32_t>(parts), box[1], box[2],
+                                box[3]};
+    const bool split = parts > 1;
     const bool ok =
-        encode(&map, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, halves == 2 ? 5 : 4, const_cast<float*>(a.x),
-               halves == 2 ? dims5 : dims, halves == 2 ? strides5 : strides,
-               halves == 2 ? box5 : box, steps, CU_TENSOR_MAP_INTERLEAVE_NONE,
-               CU_TENSOR_MAP_SWIZZLE_NONE, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+        encode(&map, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, split ? 5 : 4, const_cast<float*>(a.x),
+               split ? dims5 : dims, split ? strides5 : strides, split ? box5 : box, steps,
+               CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE,
+               CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
                CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
-    if (ok) a.x_halves = halves;
+    if (ok) a.x_parts = parts;
     return ok;
   };
   const cuuint64_t group_stride = u64(a.x_cs * a.cin_g) * sizeof(float);
   const cuuint64_t batch_stride = u64(a.x_bs) * sizeof(float);
   if (a.x_vec && a.raw_pitch == a.span) {
-    // Halves need an even number of 16-byte pieces: the rows' pitch grows to a multiple of 8
-    // frames (at most span + 4, within the copy buffer's room).
-    const int width = a.span > kBoxMax ? (a.span + 7) / 8 * 8 : a.span;
+    // The rows' pitch grows to the fit() width where the copy buffer has room for it.
+    const int width = fit(a.span);
     const cuuint64_t dims[4] = {u64(a.in_frames), u64(a.cin_g), u64(a.groups), u64(batch)};
     const cuuint64_t strides[3] = {u64(a.x_cs) * sizeof(float), group_stride, batch_stride};
     const cuuint32_t box[4] = {static_cast<cuuint32_t>(width), static_cast<cuuint32_t>(a.ci_chunk),
                                1, 1};
-    if (width * a.ci_chunk <= raw_room && encode_4d(dims, strides, box)) {
+    if (width * a.ci_chunk <= raw_room && encode_map(dims, strides, box)) {
       a.x_tma = kTmaRows;
       set_raw_pitch(a, width);
     }
     return;
   }
   // Rows of raw_pitch frames (the pieces' rows: up to 3 frames of lead, then span); each of the
-  // four copies lands 128-byte aligned, all within the copy buffer. Halves need raw_pitch a
-  // multiple of 8: one more 16-byte piece per row where the copy buffer has room for it.
+  // four copies lands 128-byte aligned, all within the copy buffer. The pitch grows to the
+  // fit() width where the copy buffer has room for it (more 16-byte pieces per row).
   const auto quad_stride = [&](int pitch) { return (a.ci_chunk / 4 * pitch + 31) / 32 * 32; };
-  if (a.cin_g % 4 == 0 && a.raw_pitch > kBoxMax && a.raw_pitch % 8 != 0 &&
-      4 * quad_stride(a.raw_pitch + 4) <= raw_room) {
-    set_raw_pitch(a, a.raw_pitch + 4);
+  if (a.cin_g % 4 == 0 && fit(a.raw_pitch) != a.raw_pitch &&
+      4 * quad_stride(fit(a.raw_pitch)) <= raw_room) {
+    set_raw_pitch(a, fit(a.raw_pitch));
   }
   a.quad_stride = quad_stride(a.raw_pitch);
-  if (a.cin_g % 4 != 0 || (a.raw_pitch > kBoxMax && a.raw_pitch % 8 != 0) ||
-      4 * a.quad_stride > raw_room) {
+  if (a.cin_g % 4 != 0 || fit(a.raw_pitch) != a.raw_pitch || 4 * a.quad_stride > raw_room) {
     return;
   }
   const cuuint64_t dims[4] = {u64(4 * a.x_cs), u64(a.cin_g / 4), u64(a.groups), u64(batch)};
   const cuuint64_t strides[3] = {u64(4 * a.x_cs) * sizeof(float), group_stride, batch_stride};
   const cuuint32_t box[4] = {static_cast<cuuint32_t>(a.raw_pitch),
                              static_cast<cuuint32_t>(a.ci_chunk / 4), 1, 1};
-  if (encode_4d(dims, strides, box)) {
+  if (encode_map(dims, strides, box)) {
     a.x_tma = kTmaQuads;
     a.raw_plane = 4 * a.quad_stride;
   }
@@ -1379,7 +1387,12 @@ void launch_ss(WgArgs a, int co_tile, cudaStream_t stream, const char* name,
   CUtensorMap x_map{};
   set_input_map(a, x_map, geo.raw_room);
   g_ss_input_copies[a.x_tma].fetch_add(1, std::memory_order_relaxed);
-  if (a.x_halves == 2) g_ss_input_halves[a.x_tma].fetch_add(1, std::memory_order_relaxed);
+  if (a.x_parts > 1) {
+    g_ss_input_split[a.x_tma].fetch_add(1, std::memory_order_relaxed);
+    int seen = g_ss_input_max_parts.load(std::memory_order_relaxed);
+    while (seen < a.x_parts && !g_ss_input_max_parts.compare_exchange_weak(seen, a.x_parts)) {
+    }
+  }
   int* flag = nullptr;
   Workspace ws = split_weights(a, flag, stream, shape);
   // Persistent blocks, one per multiprocessor (the shared memory of one block is most of it).
@@ -1495,8 +1508,9 @@ SsInputCopies ss_input_copies() {
   c.pieces = g_ss_input_copies[kTmaNone].load(std::memory_order_relaxed);
   c.rows = g_ss_input_copies[kTmaRows].load(std::memory_order_relaxed);
   c.quads = g_ss_input_copies[kTmaQuads].load(std::memory_order_relaxed);
-  c.rows_halves = g_ss_input_halves[kTmaRows].load(std::memory_order_relaxed);
-  c.quads_halves = g_ss_input_halves[kTmaQuads].load(std::memory_order_relaxed);
+  c.rows_split = g_ss_input_split[kTmaRows].load(std::memory_order_relaxed);
+  c.quads_split = g_ss_input_split[kTmaQuads].load(std::memory_order_relaxed);
+  c.max_parts = g_ss_input_max_parts.load(std::memory_order_relaxed);
   return c;
 }
 

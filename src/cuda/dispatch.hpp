@@ -31,7 +31,10 @@ WgmmaPolicy wgmma_policy();
 // pieces. A fallback to the pieces computes the same outputs, only slower: the tests count.
 struct SsInputCopies {
   std::uint64_t rows = 0, quads = 0, pieces = 0;
-  std::uint64_t rows_halves = 0, quads_halves = 0;  // of those, copies in two halves
+  // Of those, the launches whose copies were split into parts (a box holds at most 256 frames),
+  // and the most parts one copy had.
+  std::uint64_t rows_split = 0, quads_split = 0;
+  int max_parts = 0;
 };
 SsInputCopies ss_input_copies();
 
