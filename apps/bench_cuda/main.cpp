@@ -85,6 +85,8 @@ const Problem kOffList[] = {
     // Rows of odd length, as after a TasNet encoder: 16383 frames.
     {"x_pw_odd", false, 16, 512, 128, 16383, 1, 1, 0, 1, 1},
     {"x_k3_odd", false, 16, 128, 128, 32767, 3, 1, 1, 1, 1},
+    // A WaveNet-like dilation, far above a tile's frames.
+    {"x_dil256", false, 16, 128, 128, 32768, 3, 1, 256, 256, 1},
 };
 
 std::int64_t out_frames(const Problem& p) {
@@ -443,7 +445,7 @@ void usage() {
       "N,Cin,Cout,L,K,stride,padding,dilation,groups] [--runs N] [--no-cudnn] [--json FILE]\n"
       "workloads: seedA seedB enc_tasnet dec_tasnet enc_stft512 dec_stft512 tcn_depthwise "
       "tcn_pointwise up2x (all), and off-list shapes x_dilated x_strided x_grouped x_k7 x_up4x "
-      "x_dilated_t x_grouped_t x_dec4 x_dec_pow2 x_pw_odd x_k3_odd (offlist)\n");
+      "x_dilated_t x_grouped_t x_dec4 x_dec_pow2 x_pw_odd x_k3_odd x_dil256 (offlist)\n");
 }
 
 }  // namespace

@@ -108,6 +108,16 @@ struct WgArgs {
   // only.
   int x_tma;
   int x_parts;
+  // Input frames from a job's first copied frame (slab0) to the end of its copy: an interior
+  // job's copy in parts must end inside the row.
+  int x_extent;
+  // SS kernel, dilated layers whose taps lie far apart (window > 0): each tap's window of
+  // `window` frames is copied on its own, the windows back to back (span = taps x window), so
+  // that a block copies and splits taps x window frames per channel instead of the frames
+  // between the taps too. The consumers find tap k at k x tap_pitch frames (dilation, or the
+  // window).
+  int window, tap_pitch;
+  std::uint32_t window_quads_div;  // ceil(2^32 / (window / 4))
   int quad_stride;
   int raw_plane;  // floats per copy buffer: ci_chunk * raw_pitch, or 4 * quad_stride
   std::int64_t t_tiles;
@@ -280,16 +290,27 @@ __device__ __forceinline__ void copy_quad_edge(const WgArgs& a, float* d, const 
   }
 }
 
+// The input frame, from the copy's first, of copied frame 4 q: the same, or with windows per
+// tap (WgArgs::window) frame 4 q - k window of tap k's window, k dilations on.
+__device__ __forceinline__ int copied_frame(const WgArgs& a, int q) {
+  if (a.window == 0) return 4 * q;
+  const int k = static_cast<int>(__umulhi(static_cast<unsigned>(q), a.window_quads_div));
+  return k * a.dilation + 4 * q - k * a.window;
+}
+
 // Copies input rows 0 .. rows - 1 of a channel chunk (xc: its first row) at frames slab0 ..
-// slab0 + a.span - 1 into dst[r * pitch + j]; positions outside the input and rows rows ..
-// a.ci_chunk - 1 read as zeros. 16-byte copies when a.x_vec (slab0 is then a multiple of 4).
+// slab0 + a.span - 1 (or a window per tap) into dst[r * pitch + j]; positions outside the input
+// and rows rows .. a.ci_chunk - 1 read as zeros. 16-byte copies when a.x_vec (slab0 is then a
+// multiple of 4). kWindows: the SS kernel's copies, which may be windowed (the register-fragment
+// kernel's never are).
+template <bool kWindows = false>
 __device__ __forceinline__ void copy_slab(const WgArgs& a, float* dst, int pitch, const float* xc,
                                           int rows, std::int64_t slab0, int tid, int nthreads) {
   if (a.x_vec) {
     const int quads = a.span >> 2;  // span is a multiple of 4
     for (int i = tid; i < a.ci_chunk * quads; i += nthreads) {
       const int r = static_cast<int>(__umulhi(i, a.quads_div)), j = i - r * quads;
-      const std::int64_t pos = slab0 + 4 * j;
+      const std::int64_t pos = slab0 + (kWindows ? copied_frame(a, j) : 4 * j);
       const float* row = xc + r * a.x_cs;
       float* d = dst + r * pitch + 4 * j;
       if (r >= rows || (pos >= 0 && pos + 4 <= a.in_frames)) {
@@ -315,9 +336,10 @@ __device__ __forceinline__ int row_lead(const float* p) {
 }
 
 // The SS kernel's copy: input rows 0 .. rows - 1 of a channel chunk (xc: its first row) at
-// frames slab0 - e .. slab0 - e + a.raw_pitch - 1 (e = row_lead of the row's frame slab0) into
-// dst[r * a.raw_pitch + j], in 16-byte pieces whatever the rows' alignment; positions outside
-// the input and rows rows .. a.ci_chunk - 1 read as zeros.
+// frames slab0 - e .. slab0 - e + a.raw_pitch - 1 (e = row_lead of the row's frame slab0; or a
+// window per tap, each from e frames early) into dst[r * a.raw_pitch + j], in 16-byte pieces
+// whatever the rows' alignment; positions outside the input and rows rows .. a.ci_chunk - 1
+// read as zeros.
 __device__ __forceinline__ void copy_slab_rows(const WgArgs& a, float* dst, const float* xc,
                                                int rows, std::int64_t slab0, int tid,
                                                int nthreads) {
@@ -330,7 +352,7 @@ __device__ __forceinline__ void copy_slab_rows(const WgArgs& a, float* dst, cons
       continue;
     }
     const float* row = xc + r * a.x_cs;
-    const std::int64_t pos = slab0 - row_lead(row + slab0) + 4 * j;
+    const std::int64_t pos = slab0 - row_lead(row + slab0) + copied_frame(a, j);
     if (pos >= 0 && pos + 4 <= a.in_frames) {
       cp_async16(smem_addr(d), row + pos, true);
     } else {
@@ -777,7 +799,7 @@ __global__ void __launch_bounds__(kSsThreads, 1)
       const int g = static_cast<int>(tt.g), b = static_cast<int>(tt.b);
       // Parts: each is bounds-checked at the first's frames, so interior jobs only.
       if (a.x_tma == kTmaRows &&
-          (a.x_parts == 1 || (tt.slab0 >= 0 && tt.slab0 + a.raw_pitch <= a.in_frames))) {
+          (a.x_parts == 1 || (tt.slab0 >= 0 && tt.slab0 + a.x_extent <= a.in_frames))) {
         if (tid == 0) {
           mbar_expect(bar, static_cast<std::uint32_t>(sizeof(float) * a.ci_chunk * a.raw_pitch));
           tensor_copy_input(dst, x_map, a.x_parts, static_cast<int>(tt.slab0), cc * a.ci_chunk, g,
@@ -787,7 +809,7 @@ __global__ void __launch_bounds__(kSsThreads, 1)
       }
       // Like the pieces, each row's copy starts at the 16-byte boundary at or below its first
       // frame and is raw_pitch frames long.
-      if (a.x_tma == kTmaQuads && tt.slab0 >= 3 && tt.slab0 + a.raw_pitch <= a.in_frames) {
+      if (a.x_tma == kTmaQuads && tt.slab0 >= 3 && tt.slab0 + a.x_extent <= a.in_frames) {
         if (tid == 0) {
           mbar_expect(bar, static_cast<std::uint32_t>(sizeof(float) * a.ci_chunk * a.raw_pitch));
           for (int u = 0; u < 4; ++u) {
@@ -800,8 +822,8 @@ __global__ void __launch_bounds__(kSsThreads, 1)
       }
       const int rows = min(a.ci_chunk, a.cin_g - cc * a.ci_chunk);
       if (a.x_vec) {
-        copy_slab(a, raw + slot * raw_plane, a.raw_pitch, chunk_x(tt, cc), rows, tt.slab0, tid,
-                  128);
+        copy_slab<true>(a, raw + slot * raw_plane, a.raw_pitch, chunk_x(tt, cc), rows, tt.slab0,
+                        tid, 128);
       } else {
         copy_slab_rows(a, raw + slot * raw_plane, chunk_x(tt, cc), rows, tt.slab0, tid, 128);
       }
@@ -912,8 +934,8 @@ __global__ void __launch_bounds__(kSsThreads, 1)
       int tap = 0, sub = 0;
 #pragma unroll
       for (int k = 0; k < (kSteps > 0 ? kSteps : steps); ++k) {
-        const std::uint64_t ao = k * (kCoTile / 8) * 16;               // k * step bytes / 16
-        const std::uint64_t bo = 2 * sub * a.span + tap * a.dilation;  // rows of 16 bytes
+        const std::uint64_t ao = k * (kCoTile / 8) * 16;                // k * step bytes / 16
+        const std::uint64_t bo = 2 * sub * a.span + tap * a.tap_pitch;  // rows of 16 bytes
         wgmma_tf32_ss(acc, a_small + ao, b_big + bo, k);
         wgmma_tf32_ss(acc, a_big + ao, b_small + bo, 1);
         wgmma_tf32_ss(acc, a_big + ao, b_big + bo, 1);
@@ -1093,6 +1115,8 @@ void set_span(WgArgs& a, int span) {
 // and input planes) and the two copy buffers exceed the shared memory.
 struct SsGeometry {
   int ci_chunk, span;
+  int window;  // WgArgs::window
+
   int raw_room;  // floats per copy buffer
   std::size_t smem;
 };
@@ -1105,7 +1129,17 @@ SsGeometry ss_geometry(int co_tile, int taps, int dilation, bool aligned = false
   SsGeometry g{};
   // Input frames a block reads per channel, +3 (unless aligned) so that a 16-byte aligned copy
   // can start up to 3 frames early; a multiple of 4.
-  g.span = (ss_block_frames(co_tile) + (taps - 1) * dilation + (aligned ? 0 : 3) + 3) / 4 * 4;
+  const int frames = ss_block_frames(co_tile);
+  g.span = (frames + (taps - 1) * dilation + (aligned ? 0 : 3) + 3) / 4 * 4;
+  // Windows per tap where that is less (dilation well above the tile's frames): each holds the
+  // tile's frames, 3 of alignment shift and 3 of copy lead. A window is one box of the bulk
+  // tensor copies (<= 256 frames) and starts 16-byte aligned relative to the first (dilation a
+  // multiple of 4).
+  const int window = (frames + 3 + 3 + 3) / 4 * 4;
+  if (taps > 1 && dilation % 4 == 0 && window <= 256 && taps * window < g.span) {
+    g.span = taps * window;
+    g.window = window;
+  }
   for (g.ci_chunk = taps == 1 ? 32 : std::max(8, 64 / taps / 8 * 8);; g.ci_chunk /= 2) {
     const std::size_t rt = static_cast<std::size_t>(taps) * g.ci_chunk;
     const std::size_t b_plane = static_cast<std::size_t>(g.ci_chunk) * g.span;
@@ -1251,13 +1285,20 @@ void set_alignment(WgArgs& a) {
   a.y_vec2 = reinterpret_cast<std::uintptr_t>(a.y) % 8 == 0 && a.y_cs % 2 == 0 && a.y_bs % 2 == 0;
 }
 
+// Windowed rows hold their copy lead inside their windows, so the split of a row whose copy
+// starts early reads up to 3 frames past the row: past the last row, a pad of 32 floats (the
+// next buffer stays 128-byte aligned) keeps those reads off the other buffer's copies.
+int lead_pad(const WgArgs& a) {
+  return a.window > 0 && !a.x_vec ? 32 : 0;
+}
+
 // The SS kernel's copied rows: raw_pitch frames apart (a multiple of 4), its reciprocal, and a copy
 // buffer of ci_chunk such rows (the quad tensor copies' layout may widen it).
 void set_raw_pitch(WgArgs& a, int pitch) {
   a.raw_pitch = pitch;
   a.raw_quads_div =
       static_cast<std::uint32_t>(((std::uint64_t{1} << 32) + pitch / 4 - 1) / (pitch / 4));
-  a.raw_plane = a.ci_chunk * pitch;
+  a.raw_plane = a.ci_chunk * pitch + lead_pad(a);
 }
 
 // Launches per input copy kind, indexed by WgArgs::x_tma, those of them with copies in parts,
@@ -1265,6 +1306,7 @@ void set_raw_pitch(WgArgs& a, int pitch) {
 std::atomic<std::uint64_t> g_ss_input_copies[3];
 std::atomic<std::uint64_t> g_ss_input_split[3];
 std::atomic<int> g_ss_input_max_parts;
+std::atomic<std::uint64_t> g_ss_input_windowed;  // launches with a window per tap
 
 // The input's tensor map for the SS kernel's bulk tensor copies and how it is used
 // (WgArgs::x_tma, quad_stride): kTmaRows where rows are 16-byte aligned, kTmaQuads where
@@ -1308,21 +1350,24 @@ void set_input_map(WgArgs& a, CUtensorMap& map, int raw_room) {
   const std::int64_t batch = a.bg_count / a.groups;
   const cuuint32_t steps[5] = {1, 1, 1, 1, 1};
   // A copy of `width` frames goes in parts of width / parts frames, each a whole number of
-  // 16-byte pieces: fit() rounds a width up to a multiple of 4 x its parts.
+  // 16-byte pieces: fit() rounds a width up to a multiple of 4 x its parts. Windowed copies
+  // (WgArgs::window) are one part per tap, `dilation` frames apart in the row.
   const auto parts_of = [](int width) { return (width + kBoxMax - 1) / kBoxMax; };
   const auto fit = [&](int width) {
     const int q = 4 * parts_of(width);
-    return (width + q - 1) / q * q;
+    return a.window > 0 ? width : (width + q - 1) / q * q;
   };
   // (frame, channel or quad row, group, batch), a box `box[0]` frames wide (a fit() width);
-  // above kBoxMax frames as the 5-d map (frame, part, channel or quad row, group, batch).
+  // in parts as the 5-d map (frame, part, channel or quad row, group, batch).
   auto encode_map = [&](const cuuint64_t* dims, const cuuint64_t* strides, const cuuint32_t* box) {
-    const int parts = parts_of(static_cast<int>(box[0]));
+    const int parts = a.window > 0 ? a.taps : parts_of(static_cast<int>(box[0]));
+    const int part = static_cast<int>(box[0]) / parts;
+    const int part_stride = a.window > 0 ? a.dilation : part;
     const cuuint64_t dims5[5] = {dims[0], u64(parts), dims[1], dims[2], dims[3]};
-    const cuuint64_t strides5[4] = {u64(box[0] / parts) * sizeof(float), strides[0], strides[1],
+    const cuuint64_t strides5[4] = {u64(part_stride) * sizeof(float), strides[0], strides[1],
                                     strides[2]};
-    const cuuint32_t box5[5] = {box[0] / parts, static_cast<cuuint32_t>(parts), box[1], box[2],
-                                box[3]};
+    const cuuint32_t box5[5] = {static_cast<cuuint32_t>(part), static_cast<cuuint32_t>(parts),
+                                box[1], box[2], box[3]};
     const bool split = parts > 1;
     const bool ok =
         encode(&map, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, split ? 5 : 4, const_cast<float*>(a.x),
@@ -1357,7 +1402,8 @@ void set_input_map(WgArgs& a, CUtensorMap& map, int raw_room) {
     set_raw_pitch(a, fit(a.raw_pitch));
   }
   a.quad_stride = quad_stride(a.raw_pitch);
-  if (a.cin_g % 4 != 0 || fit(a.raw_pitch) != a.raw_pitch || 4 * a.quad_stride > raw_room) {
+  if (a.cin_g % 4 != 0 || fit(a.raw_pitch) != a.raw_pitch ||
+      4 * a.quad_stride + lead_pad(a) > raw_room) {
     return;
   }
   const cuuint64_t dims[4] = {u64(4 * a.x_cs), u64(a.cin_g / 4), u64(a.groups), u64(batch)};
@@ -1366,7 +1412,7 @@ void set_input_map(WgArgs& a, CUtensorMap& map, int raw_room) {
                              static_cast<cuuint32_t>(a.ci_chunk / 4), 1, 1};
   if (encode_map(dims, strides, box)) {
     a.x_tma = kTmaQuads;
-    a.raw_plane = 4 * a.quad_stride;
+    a.raw_plane = 4 * a.quad_stride + lead_pad(a);
   }
 }
 
@@ -1380,13 +1426,22 @@ void launch_ss(WgArgs a, int co_tile, cudaStream_t stream, const char* name,
   a.rt = a.taps * a.ci_chunk;
   a.nchunks = (a.cin_g + a.ci_chunk - 1) / a.ci_chunk;
   set_span(a, geo.span);
-  set_raw_pitch(a, a.x_vec ? geo.span : geo.span + 4);
+  a.window = geo.window;
+  a.tap_pitch = geo.window > 0 ? geo.window : a.dilation;
+  if (geo.window > 0) {
+    a.window_quads_div = static_cast<std::uint32_t>(
+        ((std::uint64_t{1} << 32) + geo.window / 4 - 1) / (geo.window / 4));
+  }
+  // Windows hold their copy lead themselves; contiguous rows need 4 frames more for it.
+  set_raw_pitch(a, a.x_vec || geo.window > 0 ? geo.span : geo.span + 4);
   const int frames = ss_block_frames(co_tile);
   a.t_tiles = (a.out_frames + frames - 1) / frames;
   a.n_tiles = (a.cout_g + co_tile - 1) / co_tile;
   CUtensorMap x_map{};
   set_input_map(a, x_map, geo.raw_room);
+  a.x_extent = a.window > 0 ? (a.taps - 1) * a.dilation + a.window : a.raw_pitch;
   g_ss_input_copies[a.x_tma].fetch_add(1, std::memory_order_relaxed);
+  if (a.window > 0) g_ss_input_windowed.fetch_add(1, std::memory_order_relaxed);
   if (a.x_parts > 1) {
     g_ss_input_split[a.x_tma].fetch_add(1, std::memory_order_relaxed);
     int seen = g_ss_input_max_parts.load(std::memory_order_relaxed);
@@ -1492,11 +1547,17 @@ int wgmma_ss_tile(std::int64_t stride, std::int64_t taps, std::int64_t dilation,
   static const int forced = env_int("CONVBANK_CUDA_WGMMA_SS_TILE");
   if (off || stride != 1 || taps < 1 || taps > kWgMaxTaps || dilation > 1024) return 0;
   const bool force = forced == 64 || forced == 128;
+  const auto fits = [&](int tile) {
+    const SsGeometry g =
+        ss_geometry(tile, static_cast<int>(taps), static_cast<int>(dilation), aligned);
+    if (taps == 1 && g.ci_chunk < 32 && !force) return false;
+    return g.smem <= kWgMaxSmem && g.span < (1 << 14);
+  };
   const int tile = force ? forced : cout_g > 64 ? 128 : 64;
-  const SsGeometry g =
-      ss_geometry(tile, static_cast<int>(taps), static_cast<int>(dilation), aligned);
-  if (taps == 1 && g.ci_chunk < 32 && !force) return 0;
-  return g.smem <= kWgMaxSmem && g.span < (1 << 14) ? tile : 0;
+  if (fits(tile)) return tile;
+  // Large dilations: the 128-frame tiles' windows per tap fit where 256 contiguous frames plus
+  // the dilations do not.
+  return !force && tile == 64 && fits(128) ? 128 : 0;
 }
 
 bool wgmma_available() {
@@ -1511,6 +1572,7 @@ SsInputCopies ss_input_copies() {
   c.rows_split = g_ss_input_split[kTmaRows].load(std::memory_order_relaxed);
   c.quads_split = g_ss_input_split[kTmaQuads].load(std::memory_order_relaxed);
   c.max_parts = g_ss_input_max_parts.load(std::memory_order_relaxed);
+  c.windowed = g_ss_input_windowed.load(std::memory_order_relaxed);
   return c;
 }
 
