@@ -1115,8 +1115,7 @@ void set_span(WgArgs& a, int span) {
 // and input planes) and the two copy buffers exceed the shared memory.
 struct SsGeometry {
   int ci_chunk, span;
-  int window;  // WgArgs::window
-
+  int window;    // WgArgs::window
   int raw_room;  // floats per copy buffer
   std::size_t smem;
 };
@@ -1311,8 +1310,9 @@ std::atomic<std::uint64_t> g_ss_input_windowed;  // launches with a window per t
 // The input's tensor map for the SS kernel's bulk tensor copies and how it is used
 // (WgArgs::x_tma, quad_stride): kTmaRows where rows are 16-byte aligned, kTmaQuads where
 // only four rows together are (odd frame counts; channels per group a multiple of 4), kTmaNone
-// where neither holds, a box would be wider than 512 frames, coordinates could pass 2^30, the
-// driver rejects the strides or has no tensor maps: the producer then copies 16-byte pieces.
+// where neither holds, the widened rows would not fit the copy buffer, coordinates could pass
+// 2^30, the driver rejects the strides or has no tensor maps: the producer then copies 16-byte
+// pieces.
 // A box dimension holds at most 256 elements, so wider rows (the 64 x 256 tiles' 260-272
 // frames, dilated layers' longer ones) are copied in x_parts = ceil(width / 256) parts: the
 // map's frame dimension is split into (frame, part) with the part's stride raw_pitch / x_parts
