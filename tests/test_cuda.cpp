@@ -1424,6 +1424,16 @@ void for_each_kernel_family(Run&& run) {
     const Conv1dOptions o{.in_channels = 40, .out_channels = 128, .kernel_size = 1};
     run(o, 2, 3300);
   }
+  {  // ... a dilation far above the tile: a window per tap, rows of odd length
+    const Conv1dOptions o{
+        .in_channels = 64, .out_channels = 128, .kernel_size = 3, .padding = 256, .dilation = 256};
+    run(o, 2, 3001);
+  }
+  {  // ... a decoder to 4 channels: 64 x 256 depth-to-space tiles, copies in two parts
+    const ConvTranspose1dOptions o{
+        .in_channels = 64, .out_channels = 4, .kernel_size = 16, .stride = 8};
+    run(o, 2, 3001);
+  }
   {  // pointwise: the GEMM v2 core's 16-byte B copies (aligned rows) and their ragged tail
     const Conv1dOptions o{.in_channels = 40, .out_channels = 72, .kernel_size = 1};
     run(o, 2, 301);
