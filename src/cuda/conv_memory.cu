@@ -494,7 +494,10 @@ __global__ void __launch_bounds__(kDecThreads, 2) conv_transpose1d_decoder_kerne
         }
       }
     };
-    if (inside && c_hi > c_lo && (c_hi - c_lo) % U == 0) {
+    // Chunked weights stage each chunk behind __syncthreads() inside the loop: every warp of the
+    // block must then run the same instantiation (an aligned barrier reached from different code
+    // is undefined), so only resident rows take the clean one.
+    if (resident && inside && c_hi > c_lo && (c_hi - c_lo) % U == 0) {
       channels(std::true_type{});
     } else {
       channels(std::false_type{});
