@@ -1279,7 +1279,14 @@ int value_class(double v) {
 enum class Data {
   kNonFinite,     // NaN and +Inf at a few input positions
   kDynamicRange,  // |x| and |w| log-uniform in [1e-6, 1e3], random signs
+  kPositive,      // x, w and bias >= 0: no cancellation (power spectra through a mel bank)
 };
+
+// Without cancellation the partial sums grow steadily, and a rounding bias of the tensor
+// cores' accumulation (they truncate) adds up instead of averaging out.
+void make_positive(Tensor& t) {
+  for (std::int64_t i = 0; i < t.numel(); ++i) t.data()[i] = std::fabs(t.data()[i]);
+}
 
 // Values whose magnitudes span nine decades, as real signals and trained weights can.
 void spread_magnitudes(Tensor& t, std::mt19937_64& rng) {
@@ -1310,6 +1317,8 @@ void check_special(const Options& o, std::int64_t n, std::int64_t frames, std::u
     xt(n - 1, C / 2, frames / 2) = inf;
     xt(0, C - 1, std::max<std::int64_t>(0, frames - 3)) = inf;
     xt(n - 1, 0, frames / 3) = nan;
+  } else if (data == Data::kPositive) {
+    make_positive(xt);
   } else {
     spread_magnitudes(xt, rng);
   }
@@ -1318,11 +1327,13 @@ void check_special(const Options& o, std::int64_t n, std::int64_t frames, std::u
       oracle::random_array(weight_shape(o), rng, 1.0 / std::sqrt(static_cast<double>(fan_in(o))));
   Tensor wt = oracle::to_tensor(wa);
   if (data == Data::kDynamicRange) spread_magnitudes(wt, rng);
+  if (data == Data::kPositive) make_positive(wt);
   wa = oracle::from_tensor(wt);
   layer.set_weight(wt.view());
   std::vector<double> bias;
   if (o.bias) {
     Tensor bt = oracle::to_tensor(oracle::random_array(Shape{1, 1, o.out_channels}, rng));
+    if (data == Data::kPositive) make_positive(bt);
     bias = oracle::from_tensor(bt).data;
     layer.set_bias(bt.view());
   }
@@ -1348,7 +1359,9 @@ void check_special(const Options& o, std::int64_t n, std::int64_t frames, std::u
     }
   }
   const double err = std::sqrt(num / den);
-  const std::string what = data == Data::kNonFinite ? "non-finite: " : "dynamic range: ";
+  const std::string what = data == Data::kNonFinite      ? "non-finite: "
+                           : data == Data::kDynamicRange ? "dynamic range: "
+                                                         : "positive: ";
   MESSAGE(what, kernel, ": ", nonfinite, " non-finite outputs, ", mismatched,
           " class mismatches, relative L2 of the rest ", err);
   CHECK((data == Data::kNonFinite) == (nonfinite > 0));
@@ -1522,4 +1535,30 @@ TEST_CASE("cuda: inputs and weights from 1e-6 to 1e3 in magnitude, every kernel 
     check_special<Layer>(o, n, frames, seed++, Data::kDynamicRange);
   });
   MESSAGE("dynamic-range check ran: ", join(kernels));
+}
+
+TEST_CASE("cuda: all-positive inputs and weights, every kernel family and deep reductions") {
+  CUDA_OR_SKIP();
+  std::uint64_t seed = 2718;
+  std::set<std::string> kernels;
+  const auto run = [&](const auto& o, std::int64_t n, std::int64_t frames) {
+    using Layer = LayerOf<std::decay_t<decltype(o)>>;
+    kernels.insert(kernel_of(Layer(o), Shape{n, o.in_channels, frames}));
+    check_special<Layer>(o, n, frames, seed++, Data::kPositive);
+  };
+  for_each_kernel_family(run);
+  // Deep reductions, where the tensor cores' accumulation chains the most chunks: pointwise
+  // (a mel bank on a power spectrogram, and 512 deep), K 3 at 512 x 3 and 1024 x 1, K 7.
+  run(Conv1dOptions{.in_channels = 257, .out_channels = 80, .kernel_size = 1}, 2, 2000);
+  run(Conv1dOptions{.in_channels = 512, .out_channels = 128, .kernel_size = 1}, 2, 2048);
+  run(Conv1dOptions{.in_channels = 1024, .out_channels = 128, .kernel_size = 1}, 1, 1024);
+  run(Conv1dOptions{.in_channels = 512, .out_channels = 128, .kernel_size = 3, .padding = 1}, 1,
+      1500);
+  run(
+      ConvTranspose1dOptions{
+          .in_channels = 256, .out_channels = 128, .kernel_size = 3, .stride = 1, .padding = 1},
+      2, 1000);
+  run(Conv1dOptions{.in_channels = 256, .out_channels = 256, .kernel_size = 7, .padding = 3}, 1,
+      1200);
+  MESSAGE("positive check ran: ", join(kernels));
 }
