@@ -697,9 +697,10 @@ TEST_CASE("cuda: tensor-core outputs on rows off 32-byte boundaries against the 
 // a window per tap instead of the frames between the taps. Rows of a multiple of 4 frames
 // (bulk tensor copies), of odd length (quad rows), a strided view (16-byte pieces), the padding
 // that makes edge jobs, a layer of 48 channels (the 128-channel tile, whose windows fit where
-// 64 channels x 256 frames do not), ConvTranspose1d; and a dilation that is not a multiple of
-// 4, which keeps contiguous copies. In the compute-sanitizer subset: the windowed copies' split
-// reads past a row's window (a pad keeps that off the other copy buffer).
+// 64 channels x 256 frames do not), ConvTranspose1d; dilations that are not a multiple of 4
+// (each window from the 16-byte boundary below its tap, as 16-byte pieces), dilations past
+// 1024; and a dilation that keeps contiguous copies. In the compute-sanitizer subset: the windowed
+// copies' split reads past a row's window (a pad keeps that off the other copy buffer).
 TEST_CASE("cuda:sanitize dilated layers with a window per tap against the float64 oracle") {
   CUDA_OR_SKIP();
   namespace cc = convbank::detail::cuda;
@@ -723,20 +724,35 @@ TEST_CASE("cuda:sanitize dilated layers with a window per tap against the float6
   run_config<ConvTranspose1d, T>(
       {.in_channels = 64, .out_channels = 128, .kernel_size = 3, .padding = 100, .dilation = 200},
       2, 2001, false, seed++, windowed);
+  const C d250{
+      .in_channels = 64, .out_channels = 128, .kernel_size = 3, .padding = 250, .dilation = 250};
+  run_config<Conv1d, C>(d250, 2, 3001, false, seed++, windowed);
+  run_config<Conv1d, C>(d250, 2, 3000, false, seed++, windowed);
+  run_config<Conv1d, C>(
+      {.in_channels = 40, .out_channels = 128, .kernel_size = 3, .padding = 7, .dilation = 243}, 1,
+      2500, true, seed++, windowed);
+  run_config<ConvTranspose1d, T>(
+      {.in_channels = 64, .out_channels = 96, .kernel_size = 3, .padding = 300, .dilation = 350}, 2,
+      2001, false, seed++, windowed);
+  run_config<Conv1d, C>(  // dilations past 1024 (the register-fragment kernel's limit)
+      {.in_channels = 32, .out_channels = 48, .kernel_size = 3, .padding = 2048, .dilation = 2048},
+      1, 5000, false, seed++, windowed);
+  run_config<Conv1d, C>({.in_channels = 24, .out_channels = 64, .kernel_size = 2, .dilation = 1365},
+                        2, 6001, false, seed++, windowed);
   const cc::SsInputCopies after = cc::ss_input_copies();
   run_config<Conv1d, C>(
-      {.in_channels = 64, .out_channels = 128, .kernel_size = 3, .padding = 250, .dilation = 250},
-      2, 3001, false, seed++, other);
+      {.in_channels = 64, .out_channels = 128, .kernel_size = 3, .padding = 66, .dilation = 66}, 2,
+      3001, false, seed++, other);
   MESSAGE("windows per tap: worst ", std::max(windowed.worst, other.worst), " at ",
           windowed.worst >= other.worst ? windowed.worst_config : other.worst_config,
           "; kernels: ", join(windowed.kernels), " | ", join(other.kernels), "; windowed launches ",
           after.windowed - before.windowed);
-  CHECK(windowed.runs + other.runs == 6);
+  CHECK(windowed.runs + other.runs == 12);
   if (cc::wgmma_available()) {
     for (const std::string& k : windowed.kernels) {
       CHECK_MESSAGE(k.find("_wgmma_ss_3xtf32_128x128") != std::string::npos, k);
     }
-    CHECK(after.windowed - before.windowed == 5);
+    CHECK(after.windowed - before.windowed == 11);
   }
 }
 

@@ -64,6 +64,8 @@ constexpr int kWgCols = 64;      // output channels per block (m64n64k8 wgmma ti
 constexpr int kWgAhead = 3;      // chunks whose copies are in flight ahead of the one computed
 constexpr int kWgRing = kWgAhead + 1;
 constexpr int kWgMaxTaps = 8;
+// The SS kernel's windows per tap (WgArgs::window) take any dilation up to this.
+constexpr int kSsMaxDilation = 1 << 16;
 
 struct WgArgs {
   const float* x;
@@ -114,9 +116,11 @@ struct WgArgs {
   // SS kernel, dilated layers whose taps lie far apart (window > 0): each tap's window of
   // `window` frames is copied on its own, the windows back to back (span = taps x window), so
   // that a block copies and splits taps x window frames per channel instead of the frames
-  // between the taps too. The consumers find tap k at k x tap_pitch frames (dilation, or the
-  // window).
-  int window, tap_pitch;
+  // between the taps too. Window k starts at the 16-byte boundary at or below the tap's frame,
+  // (k x dilation) & ~3 frames after the first. The consumers find tap k at k x tap_pitch +
+  // ((k x tap_lead) & 3) frames: tap_pitch = dilation and tap_lead = 0 without windows,
+  // tap_pitch = window and tap_lead = dilation with them.
+  int window, tap_pitch, tap_lead;
   std::uint32_t window_quads_div;  // ceil(2^32 / (window / 4))
   int quad_stride;
   int raw_plane;  // floats per copy buffer: ci_chunk * raw_pitch, or 4 * quad_stride
@@ -291,11 +295,12 @@ __device__ __forceinline__ void copy_quad_edge(const WgArgs& a, float* d, const 
 }
 
 // The input frame, from the copy's first, of copied frame 4 q: the same, or with windows per
-// tap (WgArgs::window) frame 4 q - k window of tap k's window, k dilations on.
+// tap (WgArgs::window) frame 4 q - k window of tap k's window, which starts (k x dilation) & ~3
+// frames on (16-byte aligned like the first).
 __device__ __forceinline__ int copied_frame(const WgArgs& a, int q) {
   if (a.window == 0) return 4 * q;
   const int k = static_cast<int>(__umulhi(static_cast<unsigned>(q), a.window_quads_div));
-  return k * a.dilation + 4 * q - k * a.window;
+  return ((k * a.dilation) & ~3) + 4 * q - k * a.window;
 }
 
 // Copies input rows 0 .. rows - 1 of a channel chunk (xc: its first row) at frames slab0 ..
@@ -934,8 +939,9 @@ __global__ void __launch_bounds__(kSsThreads, 1)
       int tap = 0, sub = 0;
 #pragma unroll
       for (int k = 0; k < (kSteps > 0 ? kSteps : steps); ++k) {
-        const std::uint64_t ao = k * (kCoTile / 8) * 16;                // k * step bytes / 16
-        const std::uint64_t bo = 2 * sub * a.span + tap * a.tap_pitch;  // rows of 16 bytes
+        const std::uint64_t ao = k * (kCoTile / 8) * 16;  // k * step bytes / 16
+        const std::uint64_t bo =                          // rows of 16 bytes
+            2 * sub * a.span + tap * a.tap_pitch + ((tap * a.tap_lead) & 3);
         wgmma_tf32_ss(acc, a_small + ao, b_big + bo, k);
         wgmma_tf32_ss(acc, a_big + ao, b_small + bo, 1);
         wgmma_tf32_ss(acc, a_big + ao, b_big + bo, 1);
@@ -1119,26 +1125,11 @@ struct SsGeometry {
   int raw_room;  // floats per copy buffer
   std::size_t smem;
 };
-// aligned: the input frame of every tile's first output is a multiple of 4 (in_offset % 4 == 0;
-// tiles start at multiples of 128 frames), so 16-byte copies of aligned rows start exactly
-// there. The shared memory allows for both copies (WgArgs::raw_pitch), and 128 floats more per
-// copy buffer where that does not halve the chunk (the quad tensor copies' alignment,
+// The chunk for g.span: the most channels (up to the rule's) whose stages and copy buffers fit.
+// The shared memory allows for both copies (WgArgs::raw_pitch), and 128 floats more per copy
+// buffer where that does not halve the chunk (the quad tensor copies' alignment,
 // WgArgs::quad_stride).
-SsGeometry ss_geometry(int co_tile, int taps, int dilation, bool aligned = false) {
-  SsGeometry g{};
-  // Input frames a block reads per channel, +3 (unless aligned) so that a 16-byte aligned copy
-  // can start up to 3 frames early; a multiple of 4.
-  const int frames = ss_block_frames(co_tile);
-  g.span = (frames + (taps - 1) * dilation + (aligned ? 0 : 3) + 3) / 4 * 4;
-  // Windows per tap where that is less (dilation well above the tile's frames): each holds the
-  // tile's frames, 3 of alignment shift and 3 of copy lead. A window is one box of the bulk
-  // tensor copies (<= 256 frames) and starts 16-byte aligned relative to the first (dilation a
-  // multiple of 4).
-  const int window = (frames + 3 + 3 + 3) / 4 * 4;
-  if (taps > 1 && dilation % 4 == 0 && window <= 256 && taps * window < g.span) {
-    g.span = taps * window;
-    g.window = window;
-  }
+SsGeometry ss_chunk(SsGeometry g, int co_tile, int taps) {
   for (g.ci_chunk = taps == 1 ? 32 : std::max(8, 64 / taps / 8 * 8);; g.ci_chunk /= 2) {
     const std::size_t rt = static_cast<std::size_t>(taps) * g.ci_chunk;
     const std::size_t b_plane = static_cast<std::size_t>(g.ci_chunk) * g.span;
@@ -1151,6 +1142,32 @@ SsGeometry ss_geometry(int co_tile, int taps, int dilation, bool aligned = false
     g.smem = smem(g.raw_room);
     if (g.smem <= kWgMaxSmem || g.ci_chunk == 8) return g;
   }
+}
+
+// aligned: the input frame of every tile's first output is a multiple of 4 (in_offset % 4 == 0;
+// tiles start at multiples of 128 frames), so 16-byte copies of aligned rows start exactly
+// there.
+SsGeometry ss_geometry(int co_tile, int taps, int dilation, bool aligned = false) {
+  SsGeometry g{};
+  // Input frames a block reads per channel, +3 (unless aligned) so that a 16-byte aligned copy
+  // can start up to 3 frames early; a multiple of 4.
+  const int frames = ss_block_frames(co_tile);
+  g.span = (frames + (taps - 1) * dilation + (aligned ? 0 : 3) + 3) / 4 * 4;
+  // Windows per tap where that is less (dilation well above the tile's frames): each holds the
+  // tile's frames, 3 of alignment shift (aligned rows) or copy lead (the others), and 3 of the
+  // tap's own lead (its first frame from the 16-byte boundary below it, 0 where the dilation is
+  // a multiple of 4). A window is at most one box of the bulk tensor copies (256 frames).
+  const int window = (frames + 3 + 3 + 3) / 4 * 4;
+  if (taps > 1 && window <= 256 && taps * window < g.span) {
+    // Windows a dilation apart that is not a multiple of 4 go as the producer's 16-byte pieces
+    // (a bulk tensor copy's strides are whole 16-byte pieces): only where contiguous rows do
+    // not fit.
+    const SsGeometry rows = ss_chunk(g, co_tile, taps);
+    if (dilation % 4 != 0 && rows.smem <= kWgMaxSmem) return rows;
+    g.span = taps * window;
+    g.window = window;
+  }
+  return ss_chunk(g, co_tile, taps);
 }
 
 // The SS geometry's `aligned` for a convolution whose output 0, tap 0 reads input frame
@@ -1206,9 +1223,12 @@ bool device_is_sm90() {
   return ok;
 }
 
+// ss: the shared-memory-operand kernel takes the layer (wgmma_ss_tile), so the
+// register-fragment kernel's slab need not fit.
 bool shape_fits(std::int64_t cin_g, std::int64_t cout_g, std::int64_t taps, std::int64_t stride,
-                std::int64_t dilation) {
+                std::int64_t dilation, bool ss) {
   if (cin_g < 8 || cout_g < 32 || taps < 1 || taps > kWgMaxTaps) return false;
+  if (ss) return true;
   if (stride > 64 || dilation > 1024) return false;
   return smem_bytes(static_cast<int>(taps), static_cast<int>(stride), static_cast<int>(dilation)) <=
          kWgMaxSmem;
@@ -1342,8 +1362,11 @@ void set_input_map(WgArgs& a, CUtensorMap& map, int raw_room) {
   constexpr std::int64_t kCoordMax = std::int64_t{1} << 30;
   constexpr int kBoxMax = 256;
   const bool aligned = reinterpret_cast<std::uintptr_t>(a.x) % 16 == 0 && a.x_bs % 4 == 0;
-  if (encode == nullptr || !aligned || a.ci_chunk > kBoxMax || 4 * a.x_cs + a.span >= kCoordMax ||
-      a.in_offset <= -kCoordMax || a.in_offset + a.t_tiles * ss_block_frames(a.cols) >= kCoordMax) {
+  // Windows are the parts of one copy: their stride (the dilation) must be whole 16-byte pieces.
+  const bool windows_fit = a.window == 0 || a.dilation % 4 == 0;
+  if (encode == nullptr || !aligned || !windows_fit || a.ci_chunk > kBoxMax ||
+      4 * a.x_cs + a.span >= kCoordMax || a.in_offset <= -kCoordMax ||
+      a.in_offset + a.t_tiles * ss_block_frames(a.cols) >= kCoordMax) {
     return;
   }
   const auto u64 = [](std::int64_t v) { return static_cast<cuuint64_t>(v); };
@@ -1428,6 +1451,7 @@ void launch_ss(WgArgs a, int co_tile, cudaStream_t stream, const char* name,
   set_span(a, geo.span);
   a.window = geo.window;
   a.tap_pitch = geo.window > 0 ? geo.window : a.dilation;
+  a.tap_lead = geo.window > 0 ? a.dilation : 0;
   if (geo.window > 0) {
     a.window_quads_div = static_cast<std::uint32_t>(
         ((std::uint64_t{1} << 32) + geo.window / 4 - 1) / (geo.window / 4));
@@ -1545,7 +1569,8 @@ int wgmma_ss_tile(std::int64_t stride, std::int64_t taps, std::int64_t dilation,
                   std::int64_t cout_g, bool aligned) {
   static const bool off = env_off("CONVBANK_CUDA_WGMMA_SS");
   static const int forced = env_int("CONVBANK_CUDA_WGMMA_SS_TILE");
-  if (off || stride != 1 || taps < 1 || taps > kWgMaxTaps || dilation > 1024) return 0;
+  // Dilations past 1024 only with windows per tap (any dilation fits those).
+  if (off || stride != 1 || taps < 1 || taps > kWgMaxTaps || dilation > kSsMaxDilation) return 0;
   const bool force = forced == 64 || forced == 128;
   const auto fits = [&](int tile) {
     const SsGeometry g =
@@ -1582,7 +1607,7 @@ SsInputCopies ss_input_copies() {
 bool conv1d_wgmma_supported(const Conv1dParams& p) {
   return device_is_sm90() && p.padding_mode == PaddingMode::kZeros &&
          shape_fits(p.in_channels / p.groups, p.out_channels / p.groups, p.kernel_size, p.stride,
-                    p.dilation) &&
+                    p.dilation, conv1d_ss_tile(p) != 0) &&
          kernel_loaded<false, false>();
 }
 
@@ -1592,7 +1617,8 @@ bool conv_transpose1d_wgmma_supported(const ConvTranspose1dParams& p) {
   if (phased && (p.dilation != 1 || p.kernel_size % p.stride != 0 || p.stride > 64)) return false;
   return device_is_sm90() &&
          shape_fits(p.in_channels / p.groups, p.out_channels / p.groups,
-                    phased ? p.kernel_size / p.stride : p.kernel_size, 1, p.dilation) &&
+                    phased ? p.kernel_size / p.stride : p.kernel_size, 1, p.dilation,
+                    !phased && conv_transpose1d_ss_tile(p) != 0) &&
          (phased ? kernel_loaded<true, true>() : kernel_loaded<true, false>());
 }
 
