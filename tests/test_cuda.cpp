@@ -756,6 +756,46 @@ TEST_CASE("cuda:sanitize dilated layers with a window per tap against the float6
   }
 }
 
+// Kernels of 9 to 13 taps (HiFi-GAN's resblocks use 11) and layers whose 128-row tile does
+// not fit the shared memory (a wide span) run on the 64-row tile of the tensor-core kernel; a
+// chunk of more than 8 taps is summed in fp32 every 8 steps. 128 channels at K 11 (two 64-row
+// column tiles), dilation, ConvTranspose1d with a ragged last chunk, odd rows in a strided
+// view, 12 taps on 80 channels, and K 5 at dilation 101.
+TEST_CASE("cuda: long kernels and wide spans on the 64-row tensor-core tile against float64") {
+  CUDA_OR_SKIP();
+  namespace cc = convbank::detail::cuda;
+  const cc::WgmmaPolicy before = cc::wgmma_policy();
+  cc::set_wgmma_policy(cc::WgmmaPolicy::kAlways);
+  GridStats stats;
+  std::uint64_t seed = 1111;
+  using C = Conv1dOptions;
+  using T = ConvTranspose1dOptions;
+  run_config<Conv1d, C>({.in_channels = 64, .out_channels = 128, .kernel_size = 11, .padding = 5},
+                        2, 3000, false, seed++, stats);
+  run_config<Conv1d, C>(
+      {.in_channels = 32, .out_channels = 32, .kernel_size = 11, .padding = 15, .dilation = 3}, 1,
+      5000, false, seed++, stats);
+  run_config<ConvTranspose1d, T>(
+      {.in_channels = 40, .out_channels = 64, .kernel_size = 9, .stride = 1, .padding = 4}, 2, 2001,
+      false, seed++, stats);
+  run_config<Conv1d, C>({.in_channels = 24, .out_channels = 96, .kernel_size = 13, .padding = 6}, 2,
+                        2999, true, seed++, stats);
+  run_config<Conv1d, C>({.in_channels = 48, .out_channels = 80, .kernel_size = 12, .bias = false},
+                        2, 1500, false, seed++, stats);
+  run_config<Conv1d, C>(
+      {.in_channels = 64, .out_channels = 128, .kernel_size = 5, .padding = 202, .dilation = 101},
+      2, 3001, false, seed++, stats);
+  cc::set_wgmma_policy(before);
+  MESSAGE("long kernels: ", stats.runs, " configs, worst ", stats.worst, " at ", stats.worst_config,
+          "; kernels: ", join(stats.kernels));
+  CHECK(stats.runs == 6);
+  if (cc::wgmma_available()) {
+    for (const std::string& k : stats.kernels) {
+      CHECK_MESSAGE(k.find("_wgmma_ss_3xtf32_64x256") != std::string::npos, k);
+    }
+  }
+}
+
 // ---- full-size workloads, checked on slices against float64 --------------------------------
 
 using convbank::detail::kWorkloads;  // workloads.md, GPU table
@@ -1564,7 +1604,7 @@ TEST_CASE("cuda: all-positive inputs and weights, every kernel family and deep r
   };
   for_each_kernel_family(run);
   // Deep reductions, where the tensor cores' accumulation chains the most chunks: pointwise
-  // (a mel bank on a power spectrogram, and 512 deep), K 3 at 512 x 3 and 1024 x 1, K 7.
+  // (a mel bank on a power spectrogram, and 512 deep), K 3 at 512 x 3 and 1024 x 1, K 7, K 11.
   run(Conv1dOptions{.in_channels = 257, .out_channels = 80, .kernel_size = 1}, 2, 2000);
   run(Conv1dOptions{.in_channels = 512, .out_channels = 128, .kernel_size = 1}, 2, 2048);
   run(Conv1dOptions{.in_channels = 1024, .out_channels = 128, .kernel_size = 1}, 1, 1024);
@@ -1575,6 +1615,8 @@ TEST_CASE("cuda: all-positive inputs and weights, every kernel family and deep r
           .in_channels = 256, .out_channels = 128, .kernel_size = 3, .stride = 1, .padding = 1},
       2, 1000);
   run(Conv1dOptions{.in_channels = 256, .out_channels = 256, .kernel_size = 7, .padding = 3}, 1,
+      1200);
+  run(Conv1dOptions{.in_channels = 256, .out_channels = 256, .kernel_size = 11, .padding = 5}, 1,
       1200);
   MESSAGE("positive check ran: ", join(kernels));
 }

@@ -66,6 +66,13 @@ constexpr int kWgRing = kWgAhead + 1;
 constexpr int kWgMaxTaps = 8;
 // The SS kernel's windows per tap (WgArgs::window) take any dilation up to this.
 constexpr int kSsMaxDilation = 1 << 16;
+// The SS kernel takes up to this many taps where its stages fit (13 do on 64-row tiles).
+constexpr int kSsMaxTaps = 16;
+// Reduction steps (8 deep) the tensor cores accumulate before the fp32 running sum: a chunk of
+// more than 8 taps (8 channels each) is summed every 8 steps. The tensor cores add with
+// truncation, so the error grows with the depth of one accumulation: 96 and 128 deep measured
+// up to 1.07e-6 on all-positive data where 64 stay at 4.2e-7 (log step 77).
+constexpr int kSsSumSteps = 8;
 
 struct WgArgs {
   const float* x;
@@ -933,16 +940,27 @@ __global__ void __launch_bounds__(kSsThreads, 1)
     wgmma_fence();
     // The chunk's steps, unrolled for the counts the chunk rule gives (taps x channels / 8, 2 to
     // 8): around a loop ptxas inserts a warpgroup.arrive per iteration, and the unrolled
-    // sequence measured 2-4 % faster (seedA 2.93 vs 2.98 ms, x_k7 2.09 vs 2.18).
+    // sequence measured 2-4 % faster (seedA 2.93 vs 2.98 ms, x_k7 2.09 vs 2.18). More than 8
+    // taps run the loop, summed every kSsSumSteps steps.
     auto mainloop = [&](auto n) {
       constexpr int kSteps = decltype(n)::value;
       int tap = 0, sub = 0;
 #pragma unroll
       for (int k = 0; k < (kSteps > 0 ? kSteps : steps); ++k) {
+        if constexpr (kSteps == 0) {
+          if (k > 0 && k % kSsSumSteps == 0) {
+            wgmma_commit();
+            wgmma_wait<0>();
+            fence_operands(acc);
+#pragma unroll
+            for (int i = 0; i < 64; ++i) sum[i] += acc[i];
+            wgmma_fence();
+          }
+        }
         const std::uint64_t ao = k * (kCoTile / 8) * 16;  // k * step bytes / 16
         const std::uint64_t bo =                          // rows of 16 bytes
             2 * sub * a.span + tap * a.tap_pitch + ((tap * a.tap_lead) & 3);
-        wgmma_tf32_ss(acc, a_small + ao, b_big + bo, k);
+        wgmma_tf32_ss(acc, a_small + ao, b_big + bo, k % kSsSumSteps);
         wgmma_tf32_ss(acc, a_big + ao, b_small + bo, 1);
         wgmma_tf32_ss(acc, a_big + ao, b_big + bo, 1);
         if (++sub == tap_steps) {
@@ -1227,9 +1245,9 @@ bool device_is_sm90() {
 // register-fragment kernel's slab need not fit.
 bool shape_fits(std::int64_t cin_g, std::int64_t cout_g, std::int64_t taps, std::int64_t stride,
                 std::int64_t dilation, bool ss) {
-  if (cin_g < 8 || cout_g < 32 || taps < 1 || taps > kWgMaxTaps) return false;
-  if (ss) return true;
-  if (stride > 64 || dilation > 1024) return false;
+  if (cin_g < 8 || cout_g < 32 || taps < 1) return false;
+  if (ss) return taps <= kSsMaxTaps;
+  if (taps > kWgMaxTaps || stride > 64 || dilation > 1024) return false;
   return smem_bytes(static_cast<int>(taps), static_cast<int>(stride), static_cast<int>(dilation)) <=
          kWgMaxSmem;
 }
@@ -1570,7 +1588,7 @@ int wgmma_ss_tile(std::int64_t stride, std::int64_t taps, std::int64_t dilation,
   static const bool off = env_off("CONVBANK_CUDA_WGMMA_SS");
   static const int forced = env_int("CONVBANK_CUDA_WGMMA_SS_TILE");
   // Dilations past 1024 only with windows per tap (any dilation fits those).
-  if (off || stride != 1 || taps < 1 || taps > kWgMaxTaps || dilation > kSsMaxDilation) return 0;
+  if (off || stride != 1 || taps < 1 || taps > kSsMaxTaps || dilation > kSsMaxDilation) return 0;
   const bool force = forced == 64 || forced == 128;
   const auto fits = [&](int tile) {
     const SsGeometry g =
@@ -1580,6 +1598,9 @@ int wgmma_ss_tile(std::int64_t stride, std::int64_t taps, std::int64_t dilation,
   };
   const int tile = force ? forced : cout_g > 64 ? 128 : 64;
   if (fits(tile)) return tile;
+  // Long kernels (9-13 taps) and wide spans: the 64-row tile's weight stages are half the
+  // 128-row tile's.
+  if (!force && tile == 128 && fits(64)) return 64;
   // Large dilations: the 128-frame tiles' windows per tap fit where 256 contiguous frames plus
   // the dilations do not (measured only with windows: 16 x 64 -> 64, K 3, dilation 512, 0.385
   // vs 0.90 ms on the register-fragment kernel).
