@@ -454,6 +454,22 @@ void wgmma_grid(int configs, std::uint64_t seed0, GridStats& stats) {
   }
 }
 
+// Sets the tensor-core dispatch policy for a scope and restores it on the way out, also when a
+// check throws: the next test case must see the default dispatch.
+class PolicyScope {
+ public:
+  explicit PolicyScope(convbank::detail::cuda::WgmmaPolicy p)
+      : before_(convbank::detail::cuda::wgmma_policy()) {
+    convbank::detail::cuda::set_wgmma_policy(p);
+  }
+  ~PolicyScope() { convbank::detail::cuda::set_wgmma_policy(before_); }
+  PolicyScope(const PolicyScope&) = delete;
+  PolicyScope& operator=(const PolicyScope&) = delete;
+
+ private:
+  convbank::detail::cuda::WgmmaPolicy before_;
+};
+
 std::string join(const std::set<std::string>& s) {
   std::string r;
   for (const auto& x : s) r += (r.empty() ? "" : ", ") + x;
@@ -464,13 +480,11 @@ TEST_CASE("cuda: wgmma 3xTF32 grid against the float64 oracle") {
   CUDA_OR_SKIP();
   namespace cc = convbank::detail::cuda;
   // Every shape the kernels take, not only those the dispatcher gives them by default.
-  const cc::WgmmaPolicy before = cc::wgmma_policy();
-  cc::set_wgmma_policy(cc::WgmmaPolicy::kAlways);
+  const PolicyScope policy(cc::WgmmaPolicy::kAlways);
   GridStats stats;
   const cc::SsInputCopies copies_before = cc::ss_input_copies();
   wgmma_grid(72, 90210, stats);
   const cc::SsInputCopies copies = cc::ss_input_copies();
-  cc::set_wgmma_policy(before);
   MESSAGE("wgmma grid: ", stats.runs, " configs (", stats.strided, " strided), worst ", stats.worst,
           " at ", stats.worst_config, "; kernels: ", join(stats.kernels));
   CHECK(stats.runs >= 72);
@@ -504,8 +518,7 @@ TEST_CASE("cuda: wgmma 3xTF32 grid against the float64 oracle") {
 TEST_CASE("cuda: space-to-depth tensor-core encoders against the float64 oracle") {
   CUDA_OR_SKIP();
   namespace cc = convbank::detail::cuda;
-  const cc::WgmmaPolicy before = cc::wgmma_policy();
-  cc::set_wgmma_policy(cc::WgmmaPolicy::kAlways);
+  const PolicyScope policy(cc::WgmmaPolicy::kAlways);
   GridStats stats;
   std::uint64_t seed = 2718;
   using C = Conv1dOptions;
@@ -526,7 +539,6 @@ TEST_CASE("cuda: space-to-depth tensor-core encoders against the float64 oracle"
   run_config<Conv1d, C>(
       {.in_channels = 1, .out_channels = 96, .kernel_size = 64, .stride = 16, .padding = 10}, 2,
       5000, false, seed++, stats);
-  cc::set_wgmma_policy(before);
   MESSAGE("space-to-depth: worst ", stats.worst, " at ", stats.worst_config,
           "; kernels: ", join(stats.kernels));
   CHECK(stats.runs == 5);
@@ -549,8 +561,7 @@ TEST_CASE("cuda: depth-to-space tensor-core ConvTranspose1d against the float64 
   using T = ConvTranspose1dOptions;
   const cc::SsInputCopies copies_before = cc::ss_input_copies();
   // The small shapes too (they would take the decoder kernels by size).
-  const cc::WgmmaPolicy before = cc::wgmma_policy();
-  cc::set_wgmma_policy(cc::WgmmaPolicy::kAlways);
+  const PolicyScope policy(cc::WgmmaPolicy::kAlways);
   run_config<ConvTranspose1d, T>(
       {.in_channels = 64, .out_channels = 32, .kernel_size = 4, .stride = 2, .padding = 1}, 2, 4000,
       false, seed++, stats);
@@ -596,7 +607,6 @@ TEST_CASE("cuda: depth-to-space tensor-core ConvTranspose1d against the float64 
       {.in_channels = 64, .out_channels = 4, .kernel_size = 16, .stride = 8, .padding = 3}, 2, 2999,
       true, seed++, stats);
   const cc::SsInputCopies copies = cc::ss_input_copies();
-  cc::set_wgmma_policy(before);
   CHECK(stats.runs == 10);
   if (cc::wgmma_available()) {
     for (const auto& k : stats.kernels)
@@ -764,8 +774,7 @@ TEST_CASE("cuda:sanitize dilated layers with a window per tap against the float6
 TEST_CASE("cuda: long kernels and wide spans on the 64-row tensor-core tile against float64") {
   CUDA_OR_SKIP();
   namespace cc = convbank::detail::cuda;
-  const cc::WgmmaPolicy before = cc::wgmma_policy();
-  cc::set_wgmma_policy(cc::WgmmaPolicy::kAlways);
+  const PolicyScope policy(cc::WgmmaPolicy::kAlways);
   GridStats stats;
   std::uint64_t seed = 1111;
   using C = Conv1dOptions;
@@ -785,7 +794,6 @@ TEST_CASE("cuda: long kernels and wide spans on the 64-row tensor-core tile agai
   run_config<Conv1d, C>(
       {.in_channels = 64, .out_channels = 128, .kernel_size = 5, .padding = 202, .dilation = 101},
       2, 3001, false, seed++, stats);
-  cc::set_wgmma_policy(before);
   MESSAGE("long kernels: ", stats.runs, " configs, worst ", stats.worst, " at ", stats.worst_config,
           "; kernels: ", join(stats.kernels));
   CHECK(stats.runs == 6);
@@ -1020,8 +1028,7 @@ TEST_CASE("cuda: phase GEMM with the reduction split over clusters (STFT-like de
   // The FFMA phase GEMM, which runs these where the tensor-core kernels do not (other GPUs,
   // CONVBANK_CUDA_WGMMA=0): on a 9.0 device the larger ones go to depth-to-space otherwise.
   namespace cc = convbank::detail::cuda;
-  const cc::WgmmaPolicy before = cc::wgmma_policy();
-  cc::set_wgmma_policy(cc::WgmmaPolicy::kNever);
+  const PolicyScope policy(cc::WgmmaPolicy::kNever);
   GridStats stats;
   std::uint64_t seed = 31;
   using O = ConvTranspose1dOptions;
@@ -1051,7 +1058,6 @@ TEST_CASE("cuda: phase GEMM with the reduction split over clusters (STFT-like de
   run_config<ConvTranspose1d, O>(
       {.in_channels = 1030, .out_channels = 1, .kernel_size = 128, .stride = 128}, 1, 1, false,
       seed++, stats);
-  cc::set_wgmma_policy(before);
   MESSAGE("phase split: worst ", stats.worst, " at ", stats.worst_config,
           "; kernels: ", join(stats.kernels));
   CHECK(stats.runs == 6);
@@ -1076,8 +1082,7 @@ TEST_CASE("cuda: memory-bound kernels (encoder, depthwise, decoder) against the 
   // The policy that keeps the tensor cores out: on a 9.0 device depth-to-space would take the
   // larger decoders of four channels (s * out/groups >= 32 rows).
   namespace cc = convbank::detail::cuda;
-  const cc::WgmmaPolicy before = cc::wgmma_policy();
-  cc::set_wgmma_policy(cc::WgmmaPolicy::kNever);
+  const PolicyScope policy(cc::WgmmaPolicy::kNever);
   GridStats stats;
   std::uint64_t seed = 4242;
   using C = Conv1dOptions;
@@ -1258,7 +1263,6 @@ TEST_CASE("cuda: memory-bound kernels (encoder, depthwise, decoder) against the 
   // Weights larger than the shared-memory chunk (600 channels x 16 taps): two ragged chunks.
   transpose({.in_channels = 600, .out_channels = 1, .kernel_size = 16, .stride = 8, .padding = 2},
             140, 200, false, dec);
-  cc::set_wgmma_policy(before);
   MESSAGE("memory-bound kernels: worst ", stats.worst, " at ", stats.worst_config,
           "; kernels: ", join(stats.kernels));
   CHECK(stats.runs == 31);
