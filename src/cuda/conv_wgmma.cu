@@ -1127,11 +1127,17 @@ std::size_t smem_bytes(int taps, int stride, int dilation) {
 
 constexpr std::size_t kWgMaxSmem = 227 * 1024;
 
-// a.span and the reciprocal the kernels divide by.
+// ceil(2^32 / d): the kernels divide i by d as __umulhi(i, reciprocal(d)), exact for the
+// indices they use.
+constexpr std::uint32_t reciprocal(int d) {
+  return static_cast<std::uint32_t>(((std::uint64_t{1} << 32) + d - 1) / d);
+}
+
+// a.span and the reciprocals the kernels divide by.
 void set_span(WgArgs& a, int span) {
   a.span = span;
-  a.span_div = static_cast<std::uint32_t>(((std::uint64_t{1} << 32) + span - 1) / span);
-  a.quads_div = static_cast<std::uint32_t>(((std::uint64_t{1} << 32) + span / 4 - 1) / (span / 4));
+  a.span_div = reciprocal(span);
+  a.quads_div = reciprocal(span / 4);
 }
 
 // The SS kernel's chunk: ci_chunk input channels x all taps, about 64 reduction rows (fewer
@@ -1333,8 +1339,7 @@ int lead_pad(const WgArgs& a) {
 // buffer of ci_chunk such rows (the quad tensor copies' layout may widen it).
 void set_raw_pitch(WgArgs& a, int pitch) {
   a.raw_pitch = pitch;
-  a.raw_quads_div =
-      static_cast<std::uint32_t>(((std::uint64_t{1} << 32) + pitch / 4 - 1) / (pitch / 4));
+  a.raw_quads_div = reciprocal(pitch / 4);
   a.raw_plane = a.ci_chunk * pitch + lead_pad(a);
 }
 
@@ -1470,10 +1475,7 @@ void launch_ss(WgArgs a, int co_tile, cudaStream_t stream, const char* name,
   a.window = geo.window;
   a.tap_pitch = geo.window > 0 ? geo.window : a.dilation;
   a.tap_lead = geo.window > 0 ? a.dilation : 0;
-  if (geo.window > 0) {
-    a.window_quads_div = static_cast<std::uint32_t>(
-        ((std::uint64_t{1} << 32) + geo.window / 4 - 1) / (geo.window / 4));
-  }
+  if (geo.window > 0) a.window_quads_div = reciprocal(geo.window / 4);
   // Windows hold their copy lead themselves; contiguous rows need 4 frames more for it.
   set_raw_pitch(a, a.x_vec || geo.window > 0 ? geo.span : geo.span + 4);
   const int frames = ss_block_frames(co_tile);
