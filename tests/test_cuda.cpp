@@ -539,9 +539,38 @@ TEST_CASE("cuda: space-to-depth tensor-core encoders against the float64 oracle"
   run_config<Conv1d, C>(
       {.in_channels = 1, .out_channels = 96, .kernel_size = 64, .stride = 16, .padding = 10}, 2,
       5000, false, seed++, stats);
+  // Strided downsampling layers with many channels (the input pass for strides below 32),
+  // every padding mode, groups, one tap (K = stride), odd rows and strided views.
+  run_config<Conv1d, C>(
+      {.in_channels = 128, .out_channels = 256, .kernel_size = 4, .stride = 2, .padding = 1}, 2,
+      3000, true, seed++, stats);
+  run_config<Conv1d, C>({.in_channels = 64,
+                         .out_channels = 128,
+                         .kernel_size = 8,
+                         .stride = 4,
+                         .padding = 2,
+                         .padding_mode = PaddingMode::kReflect},
+                        2, 4001, false, seed++, stats);
+  run_config<Conv1d, C>({.in_channels = 64,
+                         .out_channels = 64,
+                         .kernel_size = 4,
+                         .stride = 2,
+                         .padding = 1,
+                         .groups = 2,
+                         .padding_mode = PaddingMode::kReplicate},
+                        2, 2999, false, seed++, stats);
+  run_config<Conv1d, C>({.in_channels = 48,
+                         .out_channels = 96,
+                         .kernel_size = 6,
+                         .stride = 3,
+                         .padding = 3,
+                         .padding_mode = PaddingMode::kCircular},
+                        2, 3001, true, seed++, stats);
+  run_config<Conv1d, C>({.in_channels = 96, .out_channels = 128, .kernel_size = 2, .stride = 2}, 1,
+                        5000, false, seed++, stats);
   MESSAGE("space-to-depth: worst ", stats.worst, " at ", stats.worst_config,
           "; kernels: ", join(stats.kernels));
-  CHECK(stats.runs == 5);
+  CHECK(stats.runs == 10);
   if (cc::wgmma_available()) {
     for (const auto& k : stats.kernels)
       CHECK_MESSAGE(k.rfind("conv1d_s2d_wgmma_ss_3xtf32_", 0) == 0, k);
@@ -1470,9 +1499,24 @@ void for_each_kernel_family(Run&& run) {
                                    .dilation = 2};
     run(o, 2, 2000);
   }
-  {  // ... strided, two column tiles
+  {  // ... strided (K not whole strides): activations in registers, two column tiles
+    const Conv1dOptions o{
+        .in_channels = 40, .out_channels = 128, .kernel_size = 3, .stride = 2, .padding = 1};
+    run(o, 2, 3600);
+  }
+  {  // ... strided, K whole strides: space-to-depth, 80 channels of 2 taps
     const Conv1dOptions o{.in_channels = 40, .out_channels = 128, .kernel_size = 4, .stride = 2};
     run(o, 2, 3600);
+  }
+  {  // ... the same with reflect padding (in x') and groups, on the 64-row tile
+    const Conv1dOptions o{.in_channels = 32,
+                          .out_channels = 128,
+                          .kernel_size = 8,
+                          .stride = 4,
+                          .padding = 3,
+                          .groups = 2,
+                          .padding_mode = PaddingMode::kReflect};
+    run(o, 2, 4001);
   }
   {  // ... a one-channel STFT-like encoder through space-to-depth
     const Conv1dOptions o{.in_channels = 1, .out_channels = 514, .kernel_size = 512, .stride = 128};

@@ -6,6 +6,13 @@
 // Conv1d:
 //   out frames <= 128 and batch * out * frames * in/groups * K <= 2^22 (a streaming chunk)
 //                                  -> conv1d_direct_flat (one thread per output)
+//   compute capability 9.0, stride s > 1, dilation 1, K a multiple of s, in channels x K >= 128,
+//   out/groups x K / s >= 192, s * in channels <= 4096, any padding mode, at least 2^24
+//   multiply-adds, where the shared-memory-operand kernel's stages fit the stride-1
+//   convolution of K / s taps over s * in channels it is (space-to-depth:
+//   x'[c s + r][q] = x[c][q s + r - pad])
+//                                  -> conv1d_s2d_wgmma_ss_3xtf32_{128x128,64x256}
+//                                     (CONVBANK_CUDA_S2D=0: off)
 //   compute capability 9.0, zeros padding, K <= 8, in/groups >= 8, out/groups >= 32, at least
 //   2^24 multiply-adds; out/groups filling 64-column tiles to 3/4 unless the first kernel below
 //   takes the layer
@@ -19,11 +26,11 @@
 //                                     (tensor cores, 3xTF32; CONVBANK_CUDA_WGMMA=1 wherever it
 //                                     applies, =0 never; CONVBANK_CUDA_WGMMA_SS=0 keeps the
 //                                     register-fragment kernel at stride 1)
-//   the same rule, where the layer does not qualify itself, for the stride-1 convolution of K /
-//   stride taps over stride * in channels it is (one group, dilation 1, zeros padding, K a
-//   multiple of the stride), when in channels x K >= 128 (STFT-like analysis)
-//                                  -> conv1d_s2d_wgmma_ss_3xtf32_{128x128,64x256}
-//                                     (CONVBANK_CUDA_S2D=0: off)
+//   space-to-depth (the first rule) below out/groups x K / s = 192 too, where the previous
+//   rule does not take the layer (K > 8, padding modes other than zeros, ...); its
+//   register-fragment tile where the shared-memory-operand kernel's stages do not fit
+//                                  -> conv1d_s2d_wgmma_ss_3xtf32_{128x128,64x256},
+//                                     conv1d_s2d_wgmma_3xtf32_128x64
 //   K = 3, stride 1, dilation 1, in/groups >= 16, out/groups >= 32
 //                                  -> conv1d_winograd_f43_ffma
 //   in/groups = 1, out/groups >= 16 (one-channel encoders), input window fits shared memory
@@ -147,6 +154,17 @@ bool s2d_wins(const Conv1dParams& p) {
   static const bool off = env_off("CONVBANK_CUDA_S2D");
   if (off) return false;
   return wgmma_policy() == WgmmaPolicy::kAlways || p.in_channels * p.kernel_size >= 128;
+}
+
+// Space-to-depth before the register-fragment kernel for a strided layer: x' costs a pass over
+// the input (read and write), which pays where each input frame feeds enough products,
+// out/groups x K / stride of them. On the H200 (log step 80 in docs/performance.md, ms,
+// space-to-depth vs register-fragment kernel): 512 (128 -> 256, K 4, s 2) 0.96 vs 1.31, 256
+// (64 -> 128, K 8, s 4) 0.27 vs 0.59 and (K 6, s 3) 0.31 vs 0.56; 128 (32 -> 64, K 4, s 2) 0.267
+// vs 0.227 and (128 -> 128, K 2, s 2) 0.454 vs 0.388. The threshold sits between.
+bool s2d_first(const Conv1dParams& p) {
+  if (wgmma_policy() == WgmmaPolicy::kAlways) return true;
+  return p.out_channels / p.groups * (p.kernel_size / p.stride) >= 192;
 }
 
 // Tensor-core kernel names: the register-fragment kernel (128 frames x 64 channels, ss_tile 0)
@@ -334,13 +352,26 @@ Choice choose(const Conv1dParams& p) {
   if (p.out_frames <= 128 && outputs * cin_g * p.kernel_size <= kTinyConvFmas) {
     return {Family::kDirectFlat, GemmTile::k128x128, "conv1d_direct_flat"};
   }
+  const std::int64_t fmas = outputs * cin_g * p.kernel_size;
+  // Strided layers whose kernel is whole strides long, as a stride-1 convolution over stride x
+  // channels on the shared-memory-operand kernel (space-to-depth), where that beats the
+  // register-fragment kernel (s2d_first).
+  if (p.stride > 1 && s2d_first(p) && s2d_wins(p) && conv1d_s2d_supported(p)) {
+    const int s2d_tile = conv1d_s2d_ss_tile(p);
+    if (s2d_tile != 0 && use_wgmma(fmas, cout_g, true)) {
+      return {Family::kS2d, GemmTile::k128x128, wgmma_name(WgmmaKind::kS2d, s2d_tile)};
+    }
+  }
   const int ss = conv1d_ss_tile(p);
-  const bool tensor_cores = use_wgmma(outputs * cin_g * p.kernel_size, cout_g, ss != 0);
+  const bool tensor_cores = use_wgmma(fmas, cout_g, ss != 0);
   if (tensor_cores && conv1d_wgmma_supported(p)) {
     return {Family::kWgmma, GemmTile::k128x128, wgmma_name(WgmmaKind::kConv, ss)};
   }
-  if (tensor_cores && s2d_wins(p) && conv1d_s2d_supported(p)) {
-    return {Family::kS2d, GemmTile::k128x128, wgmma_name(WgmmaKind::kS2d, conv1d_s2d_ss_tile(p))};
+  if (s2d_wins(p) && conv1d_s2d_supported(p)) {
+    const int s2d_tile = conv1d_s2d_ss_tile(p);
+    if (use_wgmma(fmas, cout_g, s2d_tile != 0)) {
+      return {Family::kS2d, GemmTile::k128x128, wgmma_name(WgmmaKind::kS2d, s2d_tile)};
+    }
   }
   if (p.kernel_size == 3 && p.stride == 1 && p.dilation == 1 && cin_g >= 16 && cout_g >= 32) {
     return {Family::kWinograd, GemmTile::k128x128, "conv1d_winograd_f43_ffma"};

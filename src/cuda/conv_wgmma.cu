@@ -1758,11 +1758,15 @@ void launch_conv_transpose1d_d2s_wgmma(const ConvTranspose1dParams& p, TensorVie
 
 // ---- space-to-depth: strided Conv1d with few input channels on the tensor-core kernel ----------
 //
-// A Conv1d of stride s whose kernel is T whole strides long (K = T s, dilation 1, zeros
-// padding, one group) is a stride-1 Conv1d of T taps over s * in_channels channels:
-//   x'[b][c s + r][q] = x[b][c][q s + r - pad],   w'[o][c s + r][m] = w[o][c][m s + r].
-// One-channel encoders (STFT-like analysis, 1 -> 514, K 512, s 128) then have a 128-deep
-// reduction per tap and run on the tensor cores. x' (the input's size) and w' live in a
+// A Conv1d of stride s whose kernel is T whole strides long (K = T s, dilation 1) is a
+// stride-1 Conv1d of T taps over s * in_channels channels:
+//   x'[b][c s + r][q] = xpad[b][c][q s + r - pad],   w'[o][c s + r][m] = w[o][c][m s + r],
+// where xpad is the input as the padding mode presents it. One-channel encoders (STFT-like
+// analysis, 1 -> 514, K 512, s 128) then have a 128-deep reduction per tap, and strided
+// downsampling layers (128 -> 256, K 4, s 2) run on the shared-memory-operand kernel instead
+// of the register-fragment one. Groups stay groups: channel c's s rows lie in c's group.
+// K must be whole strides: a zero weight for a tap past K would still multiply an input that
+// may be Inf, and make NaN where PyTorch has none. x' (the input's size) and w' live in a
 // stream-ordered workspace from convbank's pool.
 
 namespace convbank::detail::cuda {
@@ -1776,7 +1780,7 @@ struct S2dArgs {
   std::int64_t x_bs, x_cs, in_frames;
   float* xs;                              // x': [batch][cin * s][pitch]
   std::int64_t frames, pitch, pad, rows;  // frames of x' per row; rows = batch * cin
-  int cin, s;
+  int cin, s, mode;
 };
 
 // x' from x, one 32 x 32 tile of (q, r) per block through shared memory: the reads run along
@@ -1792,8 +1796,7 @@ __global__ void __launch_bounds__(kS2dTile * 8) s2d_input_kernel(S2dArgs a) {
     __syncthreads();                          // the previous row's tile is read
     for (int i = ty; i < kS2dTile; i += 8) {  // i: q in the tile; tx: r
       const std::int64_t pos = (q0 + i) * a.s + r0 + tx - a.pad;
-      const bool in = r0 + tx < a.s && pos >= 0 && pos < a.in_frames;
-      tile[i][tx] = in ? __ldg(xr + pos) : 0.0f;
+      tile[i][tx] = r0 + tx < a.s ? load_padded(xr, pos, a.in_frames, a.mode) : 0.0f;
     }
     __syncthreads();
     float* out = a.xs + row * a.s * a.pitch;
@@ -1804,16 +1807,35 @@ __global__ void __launch_bounds__(kS2dTile * 8) s2d_input_kernel(S2dArgs a) {
   }
 }
 
-// w'[o][c s + r][m] = w[o][c][m s + r]: one thread per element of w'.
-__global__ void s2d_weight_kernel(const float* w, float* ws, std::int64_t total, int cin, int s,
+// Strides narrower than the tile above, which would leave most of its 32 r columns idle (at
+// s = 2, 1/16 of the block worked and x_strided's x' took longer than the convolution): one
+// thread per frame q of x', looping over the s rows. A warp's loads for one r touch s
+// consecutive lines, which its next r reads again from L1; the stores are whole rows.
+constexpr int kS2dNarrowThreads = 256;
+__global__ void __launch_bounds__(kS2dNarrowThreads) s2d_input_narrow_kernel(S2dArgs a) {
+  const std::int64_t q = blockIdx.x * std::int64_t{kS2dNarrowThreads} + threadIdx.x;
+  if (q >= a.frames) return;
+  const std::int64_t first = q * a.s - a.pad;
+  for (std::int64_t row = blockIdx.z; row < a.rows; row += gridDim.z) {
+    const std::int64_t b = row / a.cin, c = row - b * a.cin;
+    const float* xr = a.x + b * a.x_bs + c * a.x_cs;
+    float* out = a.xs + row * a.s * a.pitch + q;
+#pragma unroll 4
+    for (int r = 0; r < a.s; ++r)
+      out[r * a.pitch] = load_padded(xr, first + r, a.in_frames, a.mode);
+  }
+}
+
+// w'[o][c s + r][m] = w[o][c][m s + r], c within o's group: one thread per element of w'.
+__global__ void s2d_weight_kernel(const float* w, float* ws, std::int64_t total, int cin_g, int s,
                                   int taps) {
   for (std::int64_t e = blockIdx.x * std::int64_t{blockDim.x} + threadIdx.x; e < total;
        e += std::int64_t{gridDim.x} * blockDim.x) {
     const int m = static_cast<int>(e % taps);
-    const std::int64_t cr = e / taps % (std::int64_t{cin} * s);
-    const std::int64_t o = e / taps / (std::int64_t{cin} * s);
+    const std::int64_t cr = e / taps % (std::int64_t{cin_g} * s);
+    const std::int64_t o = e / taps / (std::int64_t{cin_g} * s);
     const std::int64_t c = cr / s, r = cr - c * s;
-    ws[e] = w[(o * cin + c) * (std::int64_t{taps} * s) + m * s + r];
+    ws[e] = w[(o * cin_g + c) * (std::int64_t{taps} * s) + m * s + r];
   }
 }
 
@@ -1825,6 +1847,7 @@ Conv1dParams s2d_params(const Conv1dParams& p) {
   q.stride = 1;
   q.pad_left = 0;
   q.pad_right = 0;
+  q.padding_mode = PaddingMode::kZeros;  // x' holds the padding
   q.in_frames = p.out_frames + q.kernel_size - 1;
   return q;
 }
@@ -1836,8 +1859,8 @@ int conv1d_s2d_ss_tile(const Conv1dParams& p) {
 }
 
 bool conv1d_s2d_supported(const Conv1dParams& p) {
-  if (p.groups != 1 || p.dilation != 1 || p.stride < 2 || p.kernel_size % p.stride != 0 ||
-      p.padding_mode != PaddingMode::kZeros || p.in_channels * p.stride > 4096) {
+  if (p.dilation != 1 || p.stride < 2 || p.kernel_size % p.stride != 0 ||
+      p.in_channels * p.stride > 4096) {
     return false;
   }
   return conv1d_wgmma_supported(s2d_params(p));
@@ -1850,7 +1873,7 @@ void launch_conv1d_s2d_wgmma(const Conv1dParams& p, TensorView<const float> x, c
   // Rows of x' padded to 4 floats: the tensor-core kernel copies 16-byte aligned rows whole.
   const std::int64_t pitch = (q.in_frames + 3) / 4 * 4;
   const std::size_t x_floats = static_cast<std::size_t>(q.batch * q.in_channels * pitch);
-  const std::size_t w_floats = static_cast<std::size_t>(q.out_channels * q.in_channels) *
+  const std::size_t w_floats = static_cast<std::size_t>(q.out_channels * q.in_channels / q.groups) *
                                static_cast<std::size_t>(q.kernel_size);
   Workspace ws((x_floats + w_floats) * sizeof(float), stream, "space-to-depth input and weights");
   float* xs = ws.floats();
@@ -1867,14 +1890,21 @@ void launch_conv1d_s2d_wgmma(const Conv1dParams& p, TensorView<const float> x, c
   a.rows = p.batch * p.in_channels;
   a.cin = static_cast<int>(p.in_channels);
   a.s = static_cast<int>(p.stride);
-  const dim3 grid(grid_dim((q.in_frames + kS2dTile - 1) / kS2dTile, kMaxGridX),
-                  grid_dim((p.stride + kS2dTile - 1) / kS2dTile, kMaxGridYZ),
-                  grid_dim(a.rows, kMaxGridYZ));
-  s2d_input_kernel<<<grid, kS2dTile * 8, 0, stream>>>(a);
+  a.mode = to_pad_mode(p.padding_mode);
+  if (p.stride < kS2dTile) {
+    const dim3 grid(grid_dim((q.in_frames + kS2dNarrowThreads - 1) / kS2dNarrowThreads, kMaxGridX),
+                    1, grid_dim(a.rows, kMaxGridYZ));
+    s2d_input_narrow_kernel<<<grid, kS2dNarrowThreads, 0, stream>>>(a);
+  } else {
+    const dim3 grid(grid_dim((q.in_frames + kS2dTile - 1) / kS2dTile, kMaxGridX),
+                    grid_dim((p.stride + kS2dTile - 1) / kS2dTile, kMaxGridYZ),
+                    grid_dim(a.rows, kMaxGridYZ));
+    s2d_input_kernel<<<grid, kS2dTile * 8, 0, stream>>>(a);
+  }
   check_launch("s2d_input", p);
   const std::int64_t wn = static_cast<std::int64_t>(w_floats);
   s2d_weight_kernel<<<grid_dim((wn + 255) / 256, 4096), 256, 0, stream>>>(
-      w, wsp, wn, a.cin, a.s, static_cast<int>(q.kernel_size));
+      w, wsp, wn, static_cast<int>(p.in_channels / p.groups), a.s, static_cast<int>(q.kernel_size));
   check_launch("s2d_weights", p);
   const TensorView<const float> xv(xs, Shape{q.batch, q.in_channels, q.in_frames},
                                    q.in_channels * pitch, pitch, Device::kCuda);
