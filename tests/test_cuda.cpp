@@ -577,6 +577,79 @@ TEST_CASE("cuda: space-to-depth tensor-core encoders against the float64 oracle"
   }
 }
 
+// Reflect, replicate and circular padding on the kernels that pad with zeros (tensor cores,
+// GEMM v2): the layer runs with zeros and the outputs whose window reaches into the padding are
+// recomputed. Every output is compared with the float64 oracle, the edges among them: K 7
+// "same", padding far past the kernel (outputs wholly in the padding), asymmetric padding (even
+// K), dilation, a strided layer, strided views, and GEMM v2 with the tensor cores off.
+TEST_CASE("cuda: padding modes on the zeros-padding kernels against the float64 oracle") {
+  CUDA_OR_SKIP();
+  namespace cc = convbank::detail::cuda;
+  GridStats tc, v2;
+  std::uint64_t seed = 6174;
+  using C = Conv1dOptions;
+  run_config<Conv1d, C>({.in_channels = 64,
+                         .out_channels = 128,
+                         .kernel_size = 7,
+                         .padding = Padding::same(),
+                         .padding_mode = PaddingMode::kReflect},
+                        2, 3001, false, seed++, tc);
+  run_config<Conv1d, C>({.in_channels = 64,
+                         .out_channels = 128,
+                         .kernel_size = 3,
+                         .padding = 1,
+                         .padding_mode = PaddingMode::kReplicate},
+                        2, 3000, true, seed++, tc);
+  run_config<Conv1d, C>({.in_channels = 48,
+                         .out_channels = 96,
+                         .kernel_size = 5,
+                         .padding = 4,
+                         .dilation = 2,
+                         .padding_mode = PaddingMode::kCircular},
+                        2, 3001, true, seed++, tc);
+  run_config<Conv1d, C>({.in_channels = 64,
+                         .out_channels = 64,
+                         .kernel_size = 4,
+                         .padding = Padding::same(),
+                         .padding_mode = PaddingMode::kReflect},
+                        2, 3001, false, seed++, tc);
+  run_config<Conv1d, C>({.in_channels = 32,
+                         .out_channels = 64,
+                         .kernel_size = 3,
+                         .padding = 10,
+                         .padding_mode = PaddingMode::kReplicate},
+                        2, 3000, false, seed++, tc);
+  run_config<Conv1d, C>({.in_channels = 40,
+                         .out_channels = 128,
+                         .kernel_size = 3,
+                         .stride = 2,
+                         .padding = 1,
+                         .padding_mode = PaddingMode::kReflect},
+                        2, 3001, true, seed++, tc);
+  {
+    const PolicyScope policy(cc::WgmmaPolicy::kNever);
+    run_config<Conv1d, C>({.in_channels = 40,
+                           .out_channels = 72,
+                           .kernel_size = 5,
+                           .padding = 2,
+                           .padding_mode = PaddingMode::kReflect},
+                          2, 1001, true, seed++, v2);
+    run_config<Conv1d, C>({.in_channels = 24,
+                           .out_channels = 40,
+                           .kernel_size = 6,
+                           .padding = Padding::same(),
+                           .padding_mode = PaddingMode::kCircular},
+                          1, 999, false, seed++, v2);
+  }
+  MESSAGE("padding modes: worst ", std::max(tc.worst, v2.worst), "; kernels: ", join(tc.kernels),
+          " | ", join(v2.kernels));
+  CHECK(tc.runs + v2.runs == 8);
+  for (const auto& k : v2.kernels) CHECK_MESSAGE(k.rfind("conv1d_gemm_v2_ffma_", 0) == 0, k);
+  if (cc::wgmma_available()) {
+    for (const auto& k : tc.kernels) CHECK_MESSAGE(k.find("_wgmma_") != std::string::npos, k);
+  }
+}
+
 // Strided ConvTranspose1d as one stride-1 tensor-core convolution over (channel, phase) rows
 // (depth-to-space): K not a multiple of the stride, padding beyond a stride, output_padding,
 // groups, STFT-like synthesis (128 phases of one channel), decoders with few channels, both
@@ -1488,6 +1561,14 @@ void for_each_kernel_family(Run&& run) {
   {  // tensor cores (sm_90): a ragged last channel chunk, dilation
     const Conv1dOptions o{
         .in_channels = 20, .out_channels = 64, .kernel_size = 5, .padding = 4, .dilation = 2};
+    run(o, 2, 2100);
+  }
+  {  // ... reflect padding: the zeros kernel, then the edge outputs recomputed
+    const Conv1dOptions o{.in_channels = 24,
+                          .out_channels = 64,
+                          .kernel_size = 7,
+                          .padding = Padding::same(),
+                          .padding_mode = PaddingMode::kReflect};
     run(o, 2, 2100);
   }
   {  // ... transposed at stride 1 with dilation

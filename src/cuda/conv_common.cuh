@@ -168,6 +168,12 @@ void launch_conv1d_direct_flat(const Conv1dParams& p, TensorView<const float> x,
 void launch_conv_transpose1d_direct(const ConvTranspose1dParams& p, TensorView<const float> x,
                                     const float* w, const float* bias, TensorView<float> y,
                                     cudaStream_t stream, const char* name);
+// Padding modes other than zeros on the kernels that only pad with zeros: after such a kernel
+// ran the layer with zeros, this recomputes the outputs whose window reaches into the padding
+// (at most pad_left + pad_right per row at stride 1), one warp per output, summed in float64.
+void launch_conv1d_padding_edges(const Conv1dParams& p, TensorView<const float> x, const float* w,
+                                 const float* bias, TensorView<float> y, cudaStream_t stream,
+                                 const char* name);
 
 // Polyphase ConvTranspose1d for few output channels per group (dilation 1, stride >= 2).
 bool conv_transpose1d_narrow_supported(const ConvTranspose1dParams& p);

@@ -602,4 +602,90 @@ void launch_conv_transpose1d_direct(const ConvTranspose1dParams& p, TensorView<c
   check_launch(name, p);
 }
 
+namespace {
+
+constexpr int kEdgeThreads = 256;
+
+struct EdgeArgs {
+  const float* x;
+  std::int64_t x_bs, x_cs;
+  const float* w;
+  const float* bias;
+  float* y;
+  std::int64_t y_bs, y_cs;
+  std::int64_t in_frames, out_channels, cin_g, cout_g, kernel_size, stride, dilation, pad;
+  std::int64_t left, right;  // outputs [0, left) and [right, out_frames) of every row
+  std::int64_t per_row, warps;
+  int mode;
+};
+
+// One warp per edge output: lanes split the input channels, each sums its taps in float64 (an
+// edge output then is at least as accurate as the zeros kernel's interior), a shuffle tree adds
+// the lanes. NaN and Inf propagate through the float64 sums as through PyTorch's.
+__global__ void __launch_bounds__(kEdgeThreads) conv1d_padding_edges_kernel(EdgeArgs a) {
+  const int lane = threadIdx.x % 32;
+  const std::int64_t first = (blockIdx.x * std::int64_t{kEdgeThreads} + threadIdx.x) / 32;
+  const std::int64_t step = std::int64_t{gridDim.x} * (kEdgeThreads / 32);
+  for (std::int64_t item = first; item < a.warps; item += step) {
+    const std::int64_t row = item / a.per_row, e = item - row * a.per_row;
+    const std::int64_t t = e < a.left ? e : a.right + (e - a.left);
+    const std::int64_t b = row / a.out_channels, o = row - b * a.out_channels;
+    const std::int64_t c0 = o / a.cout_g * a.cin_g;
+    const std::int64_t pos0 = t * a.stride - a.pad;
+    double acc = 0.0;
+    for (std::int64_t ci = lane; ci < a.cin_g; ci += 32) {
+      const float* xr = a.x + b * a.x_bs + (c0 + ci) * a.x_cs;
+      const float* wr = a.w + (o * a.cin_g + ci) * a.kernel_size;
+      for (std::int64_t k = 0; k < a.kernel_size; ++k) {
+        acc += static_cast<double>(__ldg(wr + k)) *
+               static_cast<double>(load_padded(xr, pos0 + k * a.dilation, a.in_frames, a.mode));
+      }
+    }
+    for (int off = 16; off > 0; off /= 2) acc += __shfl_down_sync(0xffffffffu, acc, off);
+    if (lane == 0) {
+      if (a.bias != nullptr) acc += static_cast<double>(__ldg(a.bias + o));
+      a.y[b * a.y_bs + o * a.y_cs + t] = static_cast<float>(acc);
+    }
+  }
+}
+
+}  // namespace
+
+void launch_conv1d_padding_edges(const Conv1dParams& p, TensorView<const float> x, const float* w,
+                                 const float* bias, TensorView<float> y, cudaStream_t stream,
+                                 const char* name) {
+  // Output t reads frames t s - pad_left + k d, k < K: inside the row for t in [left, right).
+  const std::int64_t out = p.out_frames, span = p.dilation * (p.kernel_size - 1);
+  const std::int64_t left = std::min(out, (p.pad_left + p.stride - 1) / p.stride);
+  const std::int64_t last_start = p.in_frames - 1 - span + p.pad_left;  // t s <= this
+  const std::int64_t right =
+      last_start < 0 ? left : std::clamp(last_start / p.stride + 1, left, out);
+  EdgeArgs a{};
+  a.x = x.data();
+  a.x_bs = x.batch_stride();
+  a.x_cs = x.channel_stride();
+  a.w = w;
+  a.bias = bias;
+  a.y = y.data();
+  a.y_bs = y.batch_stride();
+  a.y_cs = y.channel_stride();
+  a.in_frames = p.in_frames;
+  a.out_channels = p.out_channels;
+  a.cin_g = p.in_channels / p.groups;
+  a.cout_g = p.out_channels / p.groups;
+  a.kernel_size = p.kernel_size;
+  a.stride = p.stride;
+  a.dilation = p.dilation;
+  a.pad = p.pad_left;
+  a.left = left;
+  a.right = right;
+  a.per_row = left + (out - right);
+  a.warps = p.batch * p.out_channels * a.per_row;
+  a.mode = to_pad_mode(p.padding_mode);
+  if (a.warps == 0) return;
+  const std::int64_t blocks = (a.warps + kEdgeThreads / 32 - 1) / (kEdgeThreads / 32);
+  conv1d_padding_edges_kernel<<<grid_dim(blocks, kMaxGridX), kEdgeThreads, 0, stream>>>(a);
+  check_launch(name, p);
+}
+
 }  // namespace convbank::detail::cuda

@@ -4,6 +4,10 @@
 // kernels' stream-ordered workspaces (conv_wgmma.cu).
 //
 // Conv1d:
+//   reflect, replicate or circular padding, where the rules below pick a tensor-core kernel or
+//   GEMM v2 for the layer with zeros padding: that kernel with zeros padding, then
+//   conv1d_padding_edges recomputes the outputs whose window reaches into the padding
+//   (CONVBANK_CUDA_EDGES=0: off; the rules below with the layer's own padding mode)
 //   out frames <= 128 and batch * out * frames * in/groups * K <= 2^22 (a streaming chunk)
 //                                  -> conv1d_direct_flat (one thread per output)
 //   compute capability 9.0, stride s > 1, dilation 1, K a multiple of s, in channels x K >= 128,
@@ -206,6 +210,9 @@ struct Choice {
   GemmTile tile;
   const char* name;
   int split = 1;
+  // Padding other than zeros on a kernel that pads with zeros: run it with zeros, then
+  // recompute the outputs whose window reaches into the padding (launch_conv1d_padding_edges).
+  bool edges = false;
 };
 
 // Benchmarking knobs, read once (env_int): CONVBANK_CUDA_PHASE_TILE=128|64|32 and
@@ -342,7 +349,32 @@ GemmTile pick_tile(std::int64_t rows, std::int64_t cols, std::int64_t batch_grou
   return tile;
 }
 
+Conv1dParams with_zeros_padding(const Conv1dParams& p) {
+  Conv1dParams z = p;
+  z.padding_mode = PaddingMode::kZeros;
+  return z;
+}
+
+Choice choose_zeros_or_native(const Conv1dParams& p);
+
+// Reflect, replicate and circular padding change only the outputs whose window reaches into
+// the padding: the tensor-core kernels and GEMM v2, which pad with zeros, run such layers
+// with zeros and a small kernel recomputes those edge outputs (pad_left + pad_right per row at
+// stride 1). The kernels that take padding modes themselves keep them. CONVBANK_CUDA_EDGES=0
+// turns this off (read once).
 Choice choose(const Conv1dParams& p) {
+  static const bool off = env_off("CONVBANK_CUDA_EDGES");
+  if (!off && p.padding_mode != PaddingMode::kZeros && (p.pad_left > 0 || p.pad_right > 0)) {
+    Choice z = choose_zeros_or_native(with_zeros_padding(p));
+    if (z.family == Family::kWgmma || z.family == Family::kGemm2) {
+      z.edges = true;
+      return z;
+    }
+  }
+  return choose_zeros_or_native(p);
+}
+
+Choice choose_zeros_or_native(const Conv1dParams& p) {
   const std::int64_t cin_g = p.in_channels / p.groups;
   const std::int64_t cout_g = p.out_channels / p.groups;
   // Short rows of little work (a streaming chunk): one thread per output beats the tiled
@@ -525,6 +557,16 @@ void conv1d(const Conv1dParams& p, TensorView<const float> input, const float* w
             const float* bias, TensorView<float> output, void* stream) {
   const cudaStream_t s = static_cast<cudaStream_t>(stream);
   const Choice c = choose(p);
+  if (c.edges) {
+    const Conv1dParams z = with_zeros_padding(p);
+    if (c.family == Family::kWgmma) {
+      launch_conv1d_wgmma(z, input, weight, bias, output, s, c.name);
+    } else {
+      launch_conv1d_gemm_v2(z, input, weight, bias, output, s, c.tile, c.name);
+    }
+    launch_conv1d_padding_edges(p, input, weight, bias, output, s, "conv1d_padding_edges");
+    return;
+  }
   switch (c.family) {
     case Family::kWgmma:
       launch_conv1d_wgmma(p, input, weight, bias, output, s, c.name);
