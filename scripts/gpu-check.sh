@@ -113,6 +113,11 @@ if has bench && [ -x "$BUILD/apps/bench_cuda/convbank-bench-cuda" ]; then
     CONVBANK_CUDA_D2S=0 timeout "$(budget 60)" "$BUILD/apps/bench_cuda/convbank-bench-cuda" \
       --no-cudnn --workload up2x --workload dec_stft512 --workload x_up4x --workload x_grouped_t \
       --workload x_dec4 2>/dev/null | grep -E '^\| (dec|up|x_)' >>"$OUT/bench.md"
+    # Strided Conv1d without space-to-depth (register-fragment kernel, FFMA GEMM).
+    echo "## CONVBANK_CUDA_S2D=0" >>"$OUT/bench.md"
+    CONVBANK_CUDA_S2D=0 timeout "$(budget 60)" "$BUILD/apps/bench_cuda/convbank-bench-cuda" \
+      --no-cudnn --workload enc_stft512 --workload x_strided 2>/dev/null | grep -E '^\| (enc|x_)' \
+      >>"$OUT/bench.md"
     if command -v ncu >/dev/null; then
       echo "## ncu seedA, tensor-core kernel" >>"$OUT/bench.md"
       CONVBANK_CUDA_WGMMA=1 timeout "$(budget 60)" ncu --clock-control none --section SpeedOfLight \
