@@ -49,6 +49,13 @@ LAYERS=(
   "8 taps per phase, stride 2|conv-transpose1d|8,128,64,32768,16,2,7,1,1|zeros"
   "8 taps per phase, stride 8|conv-transpose1d|8,64,32,65536,64,8,28,1,1|zeros"
   "K 3, dilation 250|conv-transpose1d|16,128,128,32768,3,1,250,250,1|zeros"
+  "Whisper-like conv1, batch 1|conv1d|1,80,512,3000,3,1,1,1,1|zeros"
+  "Whisper-like conv2, K 3 stride 2, batch 1|conv1d|1,512,512,3000,3,2,1,1,1|zeros"
+  "Whisper-like conv2, K 3 stride 2, batch 8|conv1d|8,512,512,3000,3,2,1,1,1|zeros"
+  "FIR bank 1 -> 64, K 512, stride 1|conv1d|4,1,64,131072,512,1,256,1,1|zeros"
+  "depthwise FIR, K 129|conv1d|8,64,64,65536,129,1,64,1,64|zeros"
+  "K 31, 64 channels|conv1d|8,64,64,65536,31,1,15,1,1|zeros"
+  "ConvTranspose1d K 3 stride 2|conv-transpose1d|8,256,128,16384,3,2,1,1,1|zeros"
 )
 echo "# convbank-bench-cuda, $(date -u '+%Y-%m-%d %H:%M UTC'), median of $RUNS runs; cuDNN pads with zeros only (other modes: its time for the layer with zeros padding)"
 echo
