@@ -661,14 +661,7 @@ void launch_conv1d_padding_edges(const Conv1dParams& p, TensorView<const float> 
   const std::int64_t right =
       last_start < 0 ? left : std::clamp(last_start / p.stride + 1, left, out);
   EdgeArgs a{};
-  a.x = x.data();
-  a.x_bs = x.batch_stride();
-  a.x_cs = x.channel_stride();
-  a.w = w;
-  a.bias = bias;
-  a.y = y.data();
-  a.y_bs = y.batch_stride();
-  a.y_cs = y.channel_stride();
+  set_views(a, x, w, bias, y);
   a.in_frames = p.in_frames;
   a.out_channels = p.out_channels;
   a.cin_g = p.in_channels / p.groups;
