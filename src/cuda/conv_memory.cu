@@ -319,15 +319,15 @@ struct DecArgs {
 };
 
 // Output block q holds frames t = q * P + p - pad (p < P) and sums x[c][q - m] * w[c][m * P + p]
-// over channels c and taps m < T. Lane l of warp w owns blocks ql = qw + 4l .. ql + 3 (qw: the
+// over channels c and taps m < T. Lane l of warp w owns blocks qw + l + 32 j, j < 4 (qw: the
 // warp's 128 blocks) and streams every input channel of them: its four frames per channel, the
-// T - 1 frames before them from the lane below (lane 0 loads them), the next group of U channels
-// loaded before the current one is used. Every 32 channels the registers' sums are added to the
-// thread's running sums in shared memory (fp32 error grows with the length of a serial sum).
-// The four frames are four 4-byte loads even where the row is 16-byte aligned: one 16-byte
-// load measured 1.2-1.3x slower on such rows (16 x 512 -> 1 x 16384, K 16, stride 8: 0.399 vs
-// 0.324 ms; x 20000: 0.49 vs 0.39).
-// MT: taps per phase the code is unrolled for (a.T <= MT).
+// T - 1 frames before each from the lanes below (the top lanes hold the frames before the
+// warp's), the next group of U channels loaded before the current one is used. Every 32 channels
+// the registers' sums are added to the thread's running sums in shared memory (fp32 error grows
+// with the length of a serial sum). The four frames are four 4-byte loads even where the row is
+// 16-byte aligned: one 16-byte load measured 1.2-1.3x slower on such rows (16 x 512 -> 1 x 16384, K
+// 16, stride 8: 0.399 vs 0.324 ms; x 20000: 0.49 vs 0.39). MT: taps per phase the code is unrolled
+// for (a.T <= MT).
 template <int PH, int MT>
 __global__ void __launch_bounds__(kDecThreads, 2) conv_transpose1d_decoder_kernel(DecArgs a) {
   constexpr int U = PH >= 16 ? 2 : 4;  // channels per group
@@ -392,19 +392,21 @@ __global__ void __launch_bounds__(kDecThreads, 2) conv_transpose1d_decoder_kerne
       c_lo = part < parts ? min(a.cin_g, part * per) : 0;
       c_hi = part < parts ? min(a.cin_g, c_lo + per) : 0;
     }
-    const std::int64_t ql = qw + 4 * lane;
-    // This lane's frames inside the row: bit j for ql + j, bit 4 + m for lane 0's ql - m.
+    // Lane l owns blocks ql + 32 j (j < 4): each load of a channel's frames is one
+    // warp-contiguous line (four consecutive blocks per lane touched four lines per load: 2-5 %
+    // slower, log step 82).
+    const std::int64_t ql = qw + lane;
+    // This lane's frames inside the row: bit j for ql + 32 j; bit 4 for the frame before the
+    // warp's that lane s >= 32 - H holds, qw + s - 32.
     int ok = 0;
 #pragma unroll
-    for (int j = 0; j < 4; ++j) ok |= ql + j < a.in_frames ? 1 << j : 0;
-#pragma unroll
-    for (int m = 1; m <= H; ++m) {
-      ok |= lane == 0 && m < a.T && ql - m >= 0 && ql - m < a.in_frames ? 16 << m : 0;
-    }
+    for (int j = 0; j < 4; ++j) ok |= ql + 32 * j < a.in_frames ? 1 << j : 0;
+    const std::int64_t before = qw + lane - 32;
+    ok |= lane >= 32 - H && 32 - lane < a.T && before >= 0 && before < a.in_frames ? 16 : 0;
     const float* xl = xg + ql;  // frame ql of the group's first channel
 #pragma unroll
     for (int i = 0; i < 4 * PH; ++i) sum[i * kDecThreads + tid] = 0.0f;
-    // Most warps' frames, lane 0's H frames before them included, lie inside the row, and their
+    // Most warps' frames, the H frames before them included, lie inside the row, and their
     // channels come in whole groups: they load without a bounds test and a zero per frame
     // (dec_tasnet issued 112 M instructions instead of 130 M; 16 x 512 -> 4, 0.70 vs 0.78 ms).
     const bool inside = qw - H >= 0 && qw + kDecWarpBlocks <= a.in_frames;
@@ -415,10 +417,11 @@ __global__ void __launch_bounds__(kDecThreads, 2) conv_transpose1d_decoder_kerne
         if (!resident) stage(c0, cn);
         // Channels [c_begin, c_end) of the chunk (resident: one chunk, this warp's part).
         const int c_begin = resident ? c_lo : 0, c_end = resident ? c_hi : cn;
-        // Group `ci` (its first channel in the chunk) into v (frames ql..ql+3) and h (lane 0:
-        // frames ql-1..ql-H); channels past the chunk read as zeros. The clean variant, whose
-        // groups are whole, reads the last group again in place of the one past it (not used).
-        auto load = [&](int ci, float(&v)[U][4], float(&h)[U][H]) {
+        // Group `ci` (its first channel in the chunk) into v (frames ql + 32 j) and h (lanes
+        // s >= 32 - H: frame qw + s - 32); channels past the chunk read as zeros. The clean
+        // variant, whose groups are whole, reads the last group again in place of the one past it
+        // (not used).
+        auto load = [&](int ci, float(&v)[U][4], float(&h)[U]) {
           if constexpr (kClean) ci = min(ci, c_end - U);
           const float* xr = xl + (c0 + ci) * a.x_cs;
 #pragma unroll
@@ -426,12 +429,9 @@ __global__ void __launch_bounds__(kDecThreads, 2) conv_transpose1d_decoder_kerne
             const bool live = kClean || ci + u < c_end;
 #pragma unroll
             for (int j = 0; j < 4; ++j) {
-              v[u][j] = kClean || (live && (ok & (1 << j))) ? __ldg(xr + j) : 0.0f;
+              v[u][j] = kClean || (live && (ok & (1 << j))) ? __ldg(xr + 32 * j) : 0.0f;
             }
-#pragma unroll
-            for (int m = 1; m <= H; ++m) {
-              h[u][m - 1] = live && (ok & (16 << m)) ? __ldg(xr - m) : 0.0f;
-            }
+            h[u] = live && (ok & 16) ? __ldg(xr - 32) : 0.0f;
             xr += a.x_cs;
           }
         };
@@ -440,21 +440,25 @@ __global__ void __launch_bounds__(kDecThreads, 2) conv_transpose1d_decoder_kerne
         for (int j = 0; j < 4; ++j)
 #pragma unroll
           for (int p = 0; p < PH; ++p) acc[j][p] = 0.0f;
-        float v[U][4], h[U][H];
+        float v[U][4], h[U];
         load(c_begin, v, h);
         for (int ci = c_begin; ci < c_end; ci += U) {
-          float nv[U][4], nh[U][H];
+          float nv[U][4], nh[U];
           load(ci + U, nv, nh);
 #pragma unroll
           for (int u = 0; u < U; ++u) {
-            // win[MT - 1 + j - m] = x[ql + j - m]
-            float win[MT - 1 + 4];
+            // xs[j][m] = x[ql + 32 j - m]: lane (l - m)'s frame j, or for l < m lane
+            // (32 + l - m)'s frame j - 1 (j = 0: its h, frame qw + l - m).
+            float xs[4][MT];
 #pragma unroll
-            for (int j = 0; j < 4; ++j) win[MT - 1 + j] = v[u][j];
+            for (int j = 0; j < 4; ++j) xs[j][0] = v[u][j];
 #pragma unroll
             for (int m = 1; m < MT; ++m) {
-              const float below = __shfl_up_sync(0xffffffffu, v[u][4 - m], 1);
-              win[MT - 1 - m] = lane == 0 ? h[u][m - 1] : below;
+#pragma unroll
+              for (int j = 0; j < 4; ++j) {
+                const float give = lane >= 32 - m ? (j == 0 ? h[u] : v[u][j - 1]) : v[u][j];
+                xs[j][m] = __shfl_sync(0xffffffffu, give, (lane - m) & 31);
+              }
             }
             const float* wc = sw + (ci + u) * a.T * PH;
 #pragma unroll
@@ -465,7 +469,7 @@ __global__ void __launch_bounds__(kDecThreads, 2) conv_transpose1d_decoder_kerne
                   const float4 w4 = *reinterpret_cast<const float4*>(wc + m * PH + 4 * p4);
 #pragma unroll
                   for (int j = 0; j < 4; ++j) {
-                    const float xv = win[MT - 1 + j - m];
+                    const float xv = xs[j][m];
                     acc[j][4 * p4 + 0] = fmaf(w4.x, xv, acc[j][4 * p4 + 0]);
                     acc[j][4 * p4 + 1] = fmaf(w4.y, xv, acc[j][4 * p4 + 1]);
                     acc[j][4 * p4 + 2] = fmaf(w4.z, xv, acc[j][4 * p4 + 2]);
@@ -479,8 +483,7 @@ __global__ void __launch_bounds__(kDecThreads, 2) conv_transpose1d_decoder_kerne
           for (int u = 0; u < U; ++u) {
 #pragma unroll
             for (int j = 0; j < 4; ++j) v[u][j] = nv[u][j];
-#pragma unroll
-            for (int m = 0; m < H; ++m) h[u][m] = nh[u][m];
+            h[u] = nh[u];
           }
           if ((ci + U - c_begin) % kDecFold == 0 || ci + U >= c_end) {
 #pragma unroll
@@ -524,11 +527,11 @@ __global__ void __launch_bounds__(kDecThreads, 2) conv_transpose1d_decoder_kerne
       for (int i = lane; i < span; i += 32) {
         const int blk = i / a.P;  // block within the round: lane 8r + blk / 4, j = blk % 4
         const int p = i - blk * a.P;
-        const int owner = warp * 32 + 8 * r + (blk >> 2);
+        const int owner = warp * 32 + blk;  // block qr + blk is lane blk's block j = r
         const std::int64_t q = qr + blk;
         const std::int64_t t = qr * a.P - a.pad + i;
         if (q >= a.q_begin && q < a.q_end && t >= 0 && t < a.out_frames) {
-          yrow[t] = sum[((blk & 3) * PH + p) * kDecThreads + owner] + bias;
+          yrow[t] = sum[(r * PH + p) * kDecThreads + owner] + bias;
         }
       }
     }
@@ -556,8 +559,8 @@ void launch_decoder(const DecArgs& a, dim3 grid, std::size_t smem, cudaStream_t 
   }
 }
 
-// The output blocks with an output in [0, out_frames) and their tiles, from a multiple of 4 (a
-// lane's four blocks).
+// The output blocks with an output in [0, out_frames) and their tiles, from a multiple of 4 (the
+// tiling every measurement used; since lanes own blocks 32 apart any start would do).
 void set_block_range(DecArgs& a, const ConvTranspose1dParams& p) {
   a.q_begin = p.padding / p.stride;
   a.q_end = (p.out_frames - 1 + p.padding) / p.stride + 1;
