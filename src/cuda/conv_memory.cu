@@ -324,10 +324,9 @@ struct DecArgs {
 // T - 1 frames before each from the lanes below (the top lanes hold the frames before the
 // warp's), the next group of U channels loaded before the current one is used. Every 32 channels
 // the registers' sums are added to the thread's running sums in shared memory (fp32 error grows
-// with the length of a serial sum). The four frames are four 4-byte loads even where the row is
-// 16-byte aligned: one 16-byte load measured 1.2-1.3x slower on such rows (16 x 512 -> 1 x 16384, K
-// 16, stride 8: 0.399 vs 0.324 ms; x 20000: 0.49 vs 0.39). MT: taps per phase the code is unrolled
-// for (a.T <= MT).
+// with the length of a serial sum). (With four consecutive blocks per lane, a 16-byte load of
+// them measured 1.2-1.3x slower than four 4-byte loads on aligned rows, log step 44.)
+// MT: taps per phase the code is unrolled for (a.T <= MT).
 template <int PH, int MT>
 __global__ void __launch_bounds__(kDecThreads, 2) conv_transpose1d_decoder_kernel(DecArgs a) {
   constexpr int U = PH >= 16 ? 2 : 4;  // channels per group
@@ -393,8 +392,8 @@ __global__ void __launch_bounds__(kDecThreads, 2) conv_transpose1d_decoder_kerne
       c_hi = part < parts ? min(a.cin_g, c_lo + per) : 0;
     }
     // Lane l owns blocks ql + 32 j (j < 4): each load of a channel's frames is one
-    // warp-contiguous line (four consecutive blocks per lane touched four lines per load: 2-5 %
-    // slower, log step 82).
+    // warp-contiguous line (four consecutive blocks per lane touched four lines per load: up to
+    // 5 % slower, log step 82).
     const std::int64_t ql = qw + lane;
     // This lane's frames inside the row: bit j for ql + 32 j; bit 4 for the frame before the
     // warp's that lane s >= 32 - H holds, qw + s - 32.
@@ -525,7 +524,7 @@ __global__ void __launch_bounds__(kDecThreads, 2) conv_transpose1d_decoder_kerne
     for (int r = 0; r < (part == 0 ? 4 : 0); ++r) {
       const std::int64_t qr = qw + 32 * r;
       for (int i = lane; i < span; i += 32) {
-        const int blk = i / a.P;  // block within the round: lane 8r + blk / 4, j = blk % 4
+        const int blk = i / a.P;  // block within the round
         const int p = i - blk * a.P;
         const int owner = warp * 32 + blk;  // block qr + blk is lane blk's block j = r
         const std::int64_t q = qr + blk;
