@@ -1371,6 +1371,66 @@ TEST_CASE("cuda: memory-bound kernels (encoder, depthwise, decoder) against the 
   CHECK(stats.kernels == expected);
 }
 
+// The tensor-core decoder (conv_decoder_wgmma.cu): a GEMM over the input channels into
+// (channel, tap) columns and an overlap-add in the epilogue. Both column instantiations (16 and
+// 32), 1 to 16 taps per phase (stride 1 included), padding that starts mid-block and makes
+// whole tiles of halo, output_padding, groups, channel counts that leave a ragged last group
+// of 64 (8, 27, 200, 480), rows of odd length and strided views, many tiles per row and rows
+// of one tile.
+TEST_CASE("cuda: tensor-core decoders against the float64 oracle") {
+  CUDA_OR_SKIP();
+  namespace cc = convbank::detail::cuda;
+  const PolicyScope policy(cc::WgmmaPolicy::kAlways);  // the small shapes too
+  GridStats stats;
+  std::uint64_t seed = 8080;
+  using T = ConvTranspose1dOptions;
+  auto transpose = [&](const T& o, std::int64_t n, std::int64_t frames, bool strided) {
+    CHECK(run_config<ConvTranspose1d, T>(o, n, frames, strided, seed++, stats));
+  };
+  transpose({.in_channels = 512, .out_channels = 1, .kernel_size = 16, .stride = 8}, 2, 3001,
+            false);
+  transpose({.in_channels = 64, .out_channels = 1, .kernel_size = 16, .stride = 8, .padding = 3}, 3,
+            1000, true);
+  transpose({.in_channels = 200,
+             .out_channels = 2,
+             .kernel_size = 8,
+             .stride = 4,
+             .padding = 5,
+             .output_padding = 3},
+            2, 777, false);
+  transpose({.in_channels = 27, .out_channels = 4, .kernel_size = 8, .stride = 4, .bias = false}, 2,
+            513, true);
+  transpose({.in_channels = 2 * 40,
+             .out_channels = 2 * 2,
+             .kernel_size = 6,
+             .stride = 2,
+             .padding = 1,
+             .groups = 2},
+            2, 640, false);
+  transpose({.in_channels = 3 * 8, .out_channels = 3, .kernel_size = 8, .stride = 8, .groups = 3},
+            2, 300, true);
+  transpose({.in_channels = 480, .out_channels = 1, .kernel_size = 16, .stride = 1, .padding = 20},
+            1, 1500, false);
+  transpose({.in_channels = 48, .out_channels = 1, .kernel_size = 4, .stride = 2, .padding = 300},
+            2, 400, false);
+  transpose({.in_channels = 33, .out_channels = 2, .kernel_size = 16, .stride = 16}, 1, 129, true);
+  transpose({.in_channels = 130, .out_channels = 1, .kernel_size = 32, .stride = 16, .padding = 7},
+            2, 2000, false);
+  MESSAGE("tensor-core decoders: worst ", stats.worst, " at ", stats.worst_config,
+          "; kernels: ", join(stats.kernels));
+  CHECK(stats.runs == 10);
+  if (cc::wgmma_available()) {
+    CHECK(stats.kernels == std::set<std::string>{"conv_transpose1d_decoder_wgmma_3xtf32"});
+    // The default policy gives it a decoder of two outputs (its FFMA rival computes 16
+    // multiply-adds per input value there).
+    const PolicyScope auto_policy(cc::WgmmaPolicy::kAuto);
+    const ConvTranspose1d two(
+        {.in_channels = 512, .out_channels = 2, .kernel_size = 8, .stride = 4});
+    CHECK(std::string(kernel_of(two, Shape{16, 512, 16383})) ==
+          "conv_transpose1d_decoder_wgmma_3xtf32");
+  }
+}
+
 TEST_CASE("cuda:sanitize small grid (compute-sanitizer subset)") {
   CUDA_OR_SKIP();
   GridStats a, b;
@@ -1663,10 +1723,16 @@ void for_each_kernel_family(Run&& run) {
         .in_channels = 64, .out_channels = 1, .kernel_size = 16, .stride = 8, .padding = 0};
     run(o, 2, 300);
   }
-  {  // the same decoder on enough rows for one block per multiprocessor: the decoder kernel
+  {  // a decoder on enough rows for one block per multiprocessor, 3 x 16 columns (more than
+     // the tensor-core decoder's 32): the FFMA decoder kernel
     const ConvTranspose1dOptions o{
-        .in_channels = 16, .out_channels = 1, .kernel_size = 16, .stride = 8, .padding = 3};
+        .in_channels = 16, .out_channels = 3, .kernel_size = 16, .stride = 8, .padding = 3};
     run(o, 200, 300);
+  }
+  {  // ... 2 x 8 columns: the tensor-core decoder (sm_90)
+    const ConvTranspose1dOptions o{
+        .in_channels = 40, .out_channels = 2, .kernel_size = 8, .stride = 4, .padding = 2};
+    run(o, 100, 300);
   }
   {
     const ConvTranspose1dOptions o{

@@ -211,6 +211,14 @@ void launch_conv_transpose1d_decoder(const ConvTranspose1dParams& p, TensorView<
                                      const float* w, const float* bias, TensorView<float> y,
                                      cudaStream_t stream, const char* name);
 
+// ConvTranspose1d decoders on the tensor cores (3xTF32 wgmma, conv_decoder_wgmma.cu; sm_90a):
+// dilation 1, K a multiple of the stride with K / stride <= 32, out/groups x K <= 32 columns,
+// in/groups >= 8, weights of a group in shared memory (about in/groups <= 800 at 16 columns).
+bool conv_transpose1d_decoder_wgmma_supported(const ConvTranspose1dParams& p);
+void launch_conv_transpose1d_decoder_wgmma(const ConvTranspose1dParams& p,
+                                           TensorView<const float> x, const float* w,
+                                           const float* bias, TensorView<float> y,
+                                           cudaStream_t stream, const char* name);
 // Tile configurations of the FFMA implicit GEMM (rows x cols per block).
 enum class GemmTile { k128x128, k64x128, k32x128, k16x128 };
 void launch_conv1d_gemm(const Conv1dParams& p, TensorView<const float> x, const float* w,

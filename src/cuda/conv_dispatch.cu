@@ -49,13 +49,19 @@
 //                                     out/groups; a smaller tile when the grid would not fill
 //                                     the GPU twice)
 // ConvTranspose1d:
-//   the Conv1d wgmma rule with stride 1
 //                                  -> conv_transpose1d_wgmma_ss_3xtf32_{128x128,64x256}
 //   compute capability 9.0, stride s > 1, dilation 1, ceil(K / s) = 2..8 taps, in/groups >= 8,
 //   s * out/groups >= 32 rows, at least 2^24 multiply-adds (one stride-1 convolution whose
 //   output channels are the (channel, phase) pairs, depth-to-space in the epilogue)
 //                                  -> conv_transpose1d_d2s_wgmma_ss_3xtf32_{128x128,64x256}
 //                                     (CONVBANK_CUDA_D2S=0: off)
+//   compute capability 9.0, dilation 1, K a multiple of the stride (K / stride <= 32),
+//   out/groups x K <= 32 (out/groups < 32), in/groups >= 8, a group's weights fit shared memory,
+//   at least one 128-frame tile per multiprocessor, unless the FFMA decoder below fills its waves
+//   to 90 % with one output per group and K <= 16 (a GEMM over the input channels into (channel,
+//   tap) columns, overlap-add in the epilogue)
+//                                  -> conv_transpose1d_decoder_wgmma_3xtf32
+//                                     (CONVBANK_CUDA_DECODER_WGMMA=0: off)
 //   the Conv1d wgmma rule at stride s > 1 with dilation 1 and K a multiple of s (K = s here,
 //   unless depth-to-space is off), any out/groups >= 32 (s phase convolutions of K / s taps)
 //                                  -> conv_transpose1d_phase_wgmma_3xtf32_128x64
@@ -81,7 +87,9 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <cmath>
 #include <cstdlib>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -104,6 +112,7 @@ enum class Family {
   kEncoder,
   kDepthwise,
   kDecoder,
+  kDecoderWgmma,
   kS2d,
   kD2s
 };
@@ -137,7 +146,9 @@ bool wgmma_wins(std::int64_t cout_g, bool fill_free) {
   return fill_free || 4 * cout_g >= 3 * cols;
 }
 
-bool use_wgmma(std::int64_t fmas, std::int64_t cout_g, bool fill_free) {
+// What the policy alone decides for a tensor-core kernel: never, always, or (kAuto, nullopt) the
+// caller's rule.
+std::optional<bool> policy_forces() {
   switch (wgmma_policy()) {
     case WgmmaPolicy::kNever:
       return false;
@@ -146,6 +157,11 @@ bool use_wgmma(std::int64_t fmas, std::int64_t cout_g, bool fill_free) {
     case WgmmaPolicy::kAuto:
       break;
   }
+  return std::nullopt;
+}
+
+bool use_wgmma(std::int64_t fmas, std::int64_t cout_g, bool fill_free) {
+  if (const auto forced = policy_forces()) return *forced;
   return fmas >= kWgmmaMinFmas && wgmma_wins(cout_g, fill_free);
 }
 
@@ -169,6 +185,33 @@ bool s2d_wins(const Conv1dParams& p) {
 bool s2d_first(const Conv1dParams& p) {
   if (wgmma_policy() == WgmmaPolicy::kAlways) return true;
   return p.out_channels / p.groups * (p.kernel_size / p.stride) >= 192;
+}
+
+// The tensor-core decoder (conv_decoder_wgmma.cu) where its 128-frame tiles fill the GPU, except
+// for the FFMA decoder's best case: one output channel per group, K <= 16, and its 1024-block
+// tiles filling their waves (two resident per multiprocessor) to 90 % or more. On the H200
+// (log step 83 in docs/performance.md, ms, tensor cores vs FFMA decoder): 16 x 512 -> 1, K 16,
+// s 8 on 16383 frames (0.97 waves) 0.216 vs 0.202, 16384 frames 0.216 vs 0.193, 64 x 512 -> 1
+// on 4096 frames (0.97) 0.215 vs 0.204; on 20000 frames (1.18 waves) 0.254 vs 0.303, 8 x 256 ->
+// 1 on 40000 frames (1.18) 0.137 vs 0.156; 512 -> 2, K 8, s 4 0.215 vs 0.251; 256 -> 1, K 20,
+// s 10 0.132 vs 0.178. CONVBANK_CUDA_DECODER_WGMMA=0 turns it off (read once);
+// CONVBANK_CUDA_WGMMA=1 takes it wherever it applies, =0 never.
+bool decoder_wgmma_wins(const ConvTranspose1dParams& p) {
+  static const bool off = env_off("CONVBANK_CUDA_DECODER_WGMMA");
+  if (off) return false;
+  if (const auto forced = policy_forces()) return *forced;
+  // 32 outputs (pointwise layers) stay on the stride-1 rule's kernel.
+  if (p.out_channels / p.groups >= 32) return false;
+  const std::int64_t blocks = (p.out_frames + p.padding) / p.stride + 1;
+  if (p.batch * p.groups * ((blocks + 127) / 128) < num_sms()) return false;
+  if (p.out_channels == p.groups && p.kernel_size <= 16 && conv_transpose1d_decoder_supported(p)) {
+    // Its work in full 1024-block tiles (a row's last, short tile costs its share: a tile of a
+    // few blocks splits its channels over the idle warps), in waves of two per multiprocessor.
+    const double tiles = static_cast<double>(p.batch * p.out_channels) * blocks / 1024.0;
+    const double slots = 2.0 * num_sms();
+    if (tiles >= 0.9 * std::ceil(tiles / slots) * slots) return false;
+  }
+  return true;
 }
 
 // Tensor-core kernel names: the register-fragment kernel (128 frames x 64 channels, ss_tile 0)
@@ -438,6 +481,9 @@ Choice choose(const ConvTranspose1dParams& p) {
               wgmma_name(WgmmaKind::kD2s, conv_transpose1d_ss_tile(p))};
     }
   }
+  if (decoder_wgmma_wins(p) && conv_transpose1d_decoder_wgmma_supported(p)) {
+    return {Family::kDecoderWgmma, GemmTile::k128x128, "conv_transpose1d_decoder_wgmma_3xtf32"};
+  }
   const int ss = p.stride == 1 ? conv_transpose1d_ss_tile(p) : 0;
   if (use_wgmma(fmas, cout_g, p.stride > 1 || ss != 0) && conv_transpose1d_wgmma_supported(p)) {
     return {Family::kWgmma, GemmTile::k128x128,
@@ -596,6 +642,7 @@ void conv1d(const Conv1dParams& p, TensorView<const float> input, const float* w
     case Family::kNarrow:
     case Family::kSplitK:
     case Family::kDecoder:
+    case Family::kDecoderWgmma:
     case Family::kD2s:
       launch_conv1d_direct(p, input, weight, bias, output, s, c.name);
       break;
@@ -629,6 +676,9 @@ void conv_transpose1d(const ConvTranspose1dParams& p, TensorView<const float> in
       break;
     case Family::kDecoder:
       launch_conv_transpose1d_decoder(p, input, weight, bias, output, s, c.name);
+      break;
+    case Family::kDecoderWgmma:
+      launch_conv_transpose1d_decoder_wgmma(p, input, weight, bias, output, s, c.name);
       break;
     case Family::kNarrow:
       launch_conv_transpose1d_narrow(p, input, weight, bias, output, s, c.name);

@@ -53,6 +53,7 @@
 #include "cuda/conv_common.cuh"
 #include "cuda/cp_async.cuh"
 #include "cuda/dispatch.hpp"
+#include "cuda/wgmma.cuh"
 
 namespace convbank::detail::cuda {
 
@@ -146,13 +147,6 @@ struct WgArgs {
   std::int64_t d2s_q0, y_frames;
 };
 
-// Offset of reduction row r, column n in a plane of `cols` columns (floats): K-major core
-// matrices of 8 columns x 4 reduction rows (128 B), the two of an 8-deep step next to each
-// other, then the column groups, then the steps.
-__host__ __device__ __forceinline__ int plane_offset(int r, int n, int cols) {
-  return ((r >> 3) * (cols / 8) + (n >> 3)) * 64 + ((r >> 2) & 1) * 32 + (n & 7) * 4 + (r & 3);
-}
-
 // Where phase p of a call reads and writes: input frame of its output 0 and tap 0, output frame
 // of its output u = y0 + u * phases, and its output count.
 struct PhaseView {
@@ -217,58 +211,6 @@ __device__ __forceinline__ void wgmma_tf32_ss(float (&d)[64], std::uint64_t a, s
       : "l"(a), "l"(b), "r"(scale_d));
 }
 
-// Shared-memory matrix descriptor, no swizzle: core matrices of 8 rows x 16 bytes; lbo bytes
-// between core matrices along the reduction, sbo bytes along the rows.
-__device__ __forceinline__ std::uint64_t smem_desc(std::uint32_t addr, std::uint32_t lbo,
-                                                   std::uint32_t sbo) {
-  return static_cast<std::uint64_t>((addr & 0x3FFFF) >> 4) |
-         (static_cast<std::uint64_t>(lbo >> 4) << 16) |
-         (static_cast<std::uint64_t>(sbo >> 4) << 32);
-}
-
-// x = big + small on the tensor cores, which read a tf32 operand's top 19 bits and ignore the
-// other 13: big is x rounded to nearest (ties away from zero) and cleared below, small the exact
-// rest with half a tf32 ulp added, so that the tensor cores see it rounded to nearest too. In
-// integer form that is 4 instructions; cvt.rna.tf32.f32 is 4 on sm_90 (it tests for Inf and NaN),
-// twice plus the subtraction made 9, most of the input split's work. Non-finite x, and finite x
-// whose big part rounds to Inf (within half a tf32 ulp of FLT_MAX), give a non-finite rest (a
-// non-finite product, so the kernels' fallback runs); false then.
-__device__ __forceinline__ bool split_tf32(float x, std::uint32_t& big, std::uint32_t& small) {
-  big = (__float_as_uint(x) + 0x1000u) & 0xFFFFE000u;
-  const float rest = x - __uint_as_float(big);
-  small = __float_as_uint(rest) + 0x1000u;
-  return fabsf(rest) < INFINITY;
-}
-
-__device__ __forceinline__ void wgmma_fence() {
-  asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
-}
-__device__ __forceinline__ void wgmma_commit() {
-  asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-}
-template <int N>
-__device__ __forceinline__ void wgmma_wait() {
-  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
-}
-// Generic-proxy shared-memory writes (the weight planes) become visible to wgmma's reads.
-__device__ __forceinline__ void fence_proxy_async() {
-  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-}
-// Keeps the compiler from moving accumulator reads/writes across the asynchronous wgmmas.
-template <int R>
-__device__ __forceinline__ void fence_operands(float (&d)[R]) {
-#pragma unroll
-  for (int i = 0; i < R; ++i) asm volatile("" : "+f"(d[i])::"memory");
-}
-
-__device__ __forceinline__ void pin_operands(std::uint32_t (&hi)[2][4], std::uint32_t (&lo)[2][4]) {
-#pragma unroll
-  for (int m = 0; m < 2; ++m) {
-#pragma unroll
-    for (int i = 0; i < 4; ++i) asm volatile("" : "+r"(hi[m][i]), "+r"(lo[m][i])::"memory");
-  }
-}
-
 // f(std::integral_constant<int, v>{}) when First <= v <= Last, else f(std::integral_constant<int,
 // 0>{}) (the runtime-count fallback): a loop unrolled for each count the caller expects.
 template <int First, int Last, typename F>
@@ -280,12 +222,6 @@ __device__ __forceinline__ void with_constant(int v, F&& f) {
   } else {
     with_constant<First + 1, Last>(v, f);
   }
-}
-
-// The weight planes: K-major core matrices 128 B apart along the reduction and 256 B apart
-// along the columns.
-__device__ __forceinline__ std::uint64_t b_desc(std::uint32_t addr) {
-  return smem_desc(addr, 128, 256);
 }
 
 #endif  // __CUDA_ARCH_FEAT_SM90_ALL

@@ -1,0 +1,371 @@
+// ConvTranspose1d decoders with few outputs per group (out/groups x K <= 32) on Hopper tensor
+// cores at fp32 accuracy (3xTF32 wgmma, sm_90a). Such a layer moves its whole input once and
+// little else (dec_tasnet: 537 MB in, 8 MB out); the FFMA decoder (conv_memory.cu) spends one
+// multiply-add per input value, output channel and tap, and is bound by issuing them where
+// out/groups x K grows (2 or 4 outputs, 20 taps). Here the multiply-adds go to the tensor
+// cores, whose cost hardly changes with the column count. Which of the two runs a shape is the
+// dispatcher's choice (conv_dispatch.cu, decoder_wgmma_wins()).
+//
+// With K a multiple of the stride s (dilation 1) the layer is a GEMM and an overlap-add:
+//   P[q][n] = sum_ci x[ci][q] w[ci][n]          rows q = input frames, columns n = co K + k,
+//   y[co][Q s + r - pad] = sum_j P[Q - j][co K + r + j s],   j < K / s.
+// Every column is a real tap, so a non-finite input never meets a zero weight it would not
+// meet in PyTorch's formula (padding taps up to a multiple of s would: Inf x 0).
+//
+// One warpgroup per block; a tile is 128 rows of P (two m64 wgmma tiles) over the whole
+// reduction:
+//   A (activations) is loaded from global memory straight into the thread's fragment
+//     registers. Fragment row g + 8h of warp w's 16 in m-tile m is frame 32w + 16m + 8h + g
+//     (any row permutation works: the accumulators carry the same one), so each 4-byte load
+//     instruction reads 8 consecutive frames of 4 channels, whole 32-byte sectors, for rows of
+//     any length and alignment. Loads run kAhead reduction steps ahead of the split.
+//   B (weights) is split once per block and group into K-major big/small planes that stay in
+//     shared memory for the whole reduction (plane_offset's layout).
+//   The tensor cores accumulate kSumSteps steps (64 channels) from zero, then fp32 registers
+//     add them up, so no truncating accumulation runs longer than 64 products (see
+//     conv_wgmma.cu, kSsSumSteps).
+//   The epilogue writes P to shared memory and each thread sums K / s values per output,
+//     consecutive threads on consecutive output frames (coalesced stores).
+// A tile owns the output blocks Q of its last 128 - H rows, H = K / s - 1: the first H rows
+// are the halo its outputs need, computed again by the tile before.
+//
+// Non-finite values: the split turns a non-finite input into a NaN small part, so the rows of P
+// it feeds are NaN in every column; a tile whose P is not finite, or any tile when a weight is
+// not, computes its outputs with the direct fp32 formula, whose NaN/Inf classes are PyTorch's.
+#include <algorithm>
+
+#include "cuda/conv_common.cuh"
+#include "cuda/cp_async.cuh"
+#include "cuda/dispatch.hpp"
+#include "cuda/wgmma.cuh"
+
+namespace convbank::detail::cuda {
+
+namespace {
+
+constexpr int kThreads = 128;         // one warpgroup
+constexpr int kRows = 128;            // rows (input frames) of P per tile
+constexpr int kMaxCols = 32;          // columns (out/groups x K) of the widest instantiation
+constexpr int kMaxSmem = 113 * 1024;  // at least two blocks per multiprocessor
+
+struct DecArgs {
+  const float* x;
+  std::int64_t x_bs, x_cs;
+  const float* w;
+  const float* bias;
+  float* y;
+  std::int64_t y_bs, y_cs;
+  std::int64_t groups;
+  int cin_g, cout_g, K, stride;
+  int taps;   // K / stride: P rows per output
+  int steps;  // reduction steps of 8 channels, a multiple of 8
+  int own;    // output blocks a tile owns: kRows - (taps - 1)
+  std::int64_t pad, in_frames, out_frames;
+  std::int64_t q_first;    // first output block: pad / stride
+  std::int64_t row_tiles;  // tiles per (batch, group)
+  std::int64_t tiles;      // all tiles
+};
+
+// Shared memory of one block: the two weight planes, then P with a row pitch of cols + 1 floats.
+int planes_floats(int steps, int cols) {
+  return 2 * steps * 8 * cols;
+}
+std::size_t smem_bytes(int steps, int cols) {
+  return (static_cast<std::size_t>(planes_floats(steps, cols)) + kRows * (cols + 1)) *
+         sizeof(float);
+}
+
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+
+// d (+)= a * b, m64nNk8, A in registers; scale_d = 0 overwrites d.
+__device__ __forceinline__ void wgmma_rs(float (&d)[8], const std::uint32_t (&a)[4],
+                                         std::uint64_t b, int scale_d) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %13, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n16k8.f32.tf32.tf32 "
+      "{%0, %1, %2, %3, %4, %5, %6, %7}, {%8, %9, %10, %11}, %12, p, 1, 1;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
+        "+f"(d[7])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(scale_d));
+}
+__device__ __forceinline__ void wgmma_rs(float (&d)[16], const std::uint32_t (&a)[4],
+                                         std::uint64_t b, int scale_d) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %21, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n32k8.f32.tf32.tf32 "
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, "
+      "{%16, %17, %18, %19}, %20, p, 1, 1;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
+        "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
+        "+f"(d[14]), "+f"(d[15])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(scale_d));
+}
+
+#endif  // __CUDA_ARCH_FEAT_SM90_ALL
+
+template <int kN>
+__global__ void __launch_bounds__(kThreads, kN == 16 ? 3 : 2)
+    conv_transpose1d_decoder_wgmma_kernel(DecArgs a) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  constexpr int kAhead = 4;     // reduction steps whose loads are in flight ahead of the split
+  constexpr int kSumSteps = 8;  // steps (8 channels each) the tensor cores sum before fp32 does
+  constexpr int kAcc = kN / 2;  // accumulator registers per m64 tile
+  constexpr int kPitch = kN + 1;
+  extern __shared__ __align__(128) float smem[];
+  const int plane = a.steps * 8 * kN;
+  float* const ptile = smem + 2 * plane;
+  const std::uint32_t big_addr = smem_addr(smem), small_addr = big_addr + plane * 4;
+  const int tid = threadIdx.x, lane = tid & 31, q = lane & 3;
+  const int f0 = 32 * (tid >> 5) + (lane >> 2);  // this thread's frames: f0 + 16 m + 8 h
+  const int cols = a.cout_g * a.K;
+
+  std::int64_t staged = -1;  // the group whose weights are in the planes
+  bool w_bad = false;
+  for (std::int64_t tile = blockIdx.x; tile < a.tiles; tile += gridDim.x) {
+    const std::int64_t bg = tile / a.row_tiles;
+    const std::int64_t b = bg / a.groups, gr = bg - b * a.groups;
+    if (gr != staged) {
+      __syncthreads();  // the previous group's tiles are done with the planes
+      bool ok = true;
+      const float* wg = a.w + gr * a.cin_g * std::int64_t{cols};
+      for (int e = tid; e < plane; e += kThreads) {
+        const int r = e / kN, n = e - r * kN;
+        const float v = r < a.cin_g && n < cols ? __ldg(wg + r * std::int64_t{cols} + n) : 0.0f;
+        std::uint32_t hi, lo;
+        ok &= split_tf32(v, hi, lo);
+        smem[plane_offset(r, n, kN)] = __uint_as_float(hi);
+        smem[plane + plane_offset(r, n, kN)] = __uint_as_float(lo);
+      }
+      fence_proxy_async();  // the planes are read by wgmma (the async proxy)
+      w_bad = __syncthreads_or(!ok) != 0;
+      staged = gr;
+    }
+    const std::int64_t first = a.q_first + (tile - bg * a.row_tiles) * a.own;  // owned blocks
+    const std::int64_t qb = first - (a.taps - 1);  // input frame of P's row 0
+    const float* xg = a.x + b * a.x_bs + gr * a.cin_g * a.x_cs;
+    const float* xf = xg + (qb + f0);  // frame f0 of channel 0 (maybe outside the row)
+    bool in[2][2];
+#pragma unroll
+    for (int m = 0; m < 2; ++m) {
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const std::int64_t t = qb + f0 + 16 * m + 8 * h;
+        in[m][h] = t >= 0 && t < a.in_frames;
+      }
+    }
+    // Step st's values of this thread, [channel q or q + 4][m][h]; channels past the group's
+    // read as zeros (the reduction runs in whole groups of kSumSteps steps).
+    const float* xq = xf + q * a.x_cs;
+    const std::int64_t step_stride = 8 * a.x_cs, half_stride = 4 * a.x_cs;
+    auto load = [&](float(&v)[2][2][2], int st) {
+      const float* p = xq + st * step_stride;
+      // The empty asm keeps the loads where they stand: hoisted to the top of the unrolled
+      // group they would hold 8 steps of values (211 registers and spills at 3 blocks).
+      asm volatile("" : "+l"(p));
+#pragma unroll
+      for (int c = 0; c < 2; ++c) {
+        const bool ch = 8 * st + q + 4 * c < a.cin_g;
+#pragma unroll
+        for (int m = 0; m < 2; ++m) {
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            v[c][m][h] = ch && in[m][h] ? __ldg(p + c * half_stride + 16 * m + 8 * h) : 0.0f;
+          }
+        }
+      }
+    };
+
+    float raw[kAhead][2][2][2];
+#pragma unroll
+    for (int u = 0; u < kAhead; ++u) load(raw[u], u);
+    float acc[2][kAcc], sum[2][kAcc];
+#pragma unroll
+    for (int m = 0; m < 2; ++m) {
+#pragma unroll
+      for (int i = 0; i < kAcc; ++i) sum[m][i] = 0.0f;
+    }
+    std::uint32_t hi[2][2][4], lo[2][2][4];  // [step parity][m][fragment register]
+    // One group of kSumSteps steps per iteration, unrolled and ended by a full wait: no wgmma is
+    // in flight across a branch or the loop's back edge (ptxas would wait there itself).
+    for (int st0 = 0; st0 < a.steps; st0 += kSumSteps) {
+#pragma unroll
+      for (int u = 0; u < kSumSteps; ++u) {
+        const int st = st0 + u, bb = u & 1;
+        float(&rv)[2][2][2] = raw[u % kAhead];
+        // Fragment register i: row g (+8 for odd i), column q (+4 for i >= 2).
+#pragma unroll
+        for (int m = 0; m < 2; ++m) {
+#pragma unroll
+          for (int i = 0; i < 4; ++i) split_tf32(rv[i >> 1][m][i & 1], hi[bb][m][i], lo[bb][m][i]);
+        }
+        load(rv, st + kAhead);
+        const std::uint32_t step_bytes = st * (kN / 8) * 256;
+        const std::uint64_t db = b_desc(big_addr + step_bytes);
+        const std::uint64_t ds = b_desc(small_addr + step_bytes);
+        wgmma_fence();
+#pragma unroll
+        for (int m = 0; m < 2; ++m) {
+          wgmma_rs(acc[m], lo[bb][m], db, u != 0);
+          wgmma_rs(acc[m], hi[bb][m], ds, 1);
+          wgmma_rs(acc[m], hi[bb][m], db, 1);
+        }
+        wgmma_commit();
+        if (u + 1 < kSumSteps) {
+          wgmma_wait<1>();  // the step before is done with its fragments
+          pin_operands(hi[bb ^ 1], lo[bb ^ 1]);
+        }
+      }
+      wgmma_wait<0>();
+      pin_operands(hi[0], lo[0]);
+      pin_operands(hi[1], lo[1]);
+      fence_operands(acc[0]);
+      fence_operands(acc[1]);
+#pragma unroll
+      for (int m = 0; m < 2; ++m) {
+#pragma unroll
+        for (int i = 0; i < kAcc; ++i) sum[m][i] += acc[m][i];
+      }
+    }
+
+    // A non-finite input leaves NaN in every column of its rows of P (its small part is NaN),
+    // so a finite P is a finite input (checking P, not each split, saves about 50 registers).
+    bool ok = true;
+#pragma unroll
+    for (int m = 0; m < 2; ++m) {
+#pragma unroll
+      for (int i = 0; i < kAcc; ++i) ok &= isfinite(sum[m][i]);
+    }
+    // P to shared memory: accumulator [m][4j + v] is fragment row g + 8 (v / 2), column
+    // 8j + 2q + v % 2.
+    const bool bad = __syncthreads_or(!ok) != 0 || w_bad;
+    if (!bad) {
+#pragma unroll
+      for (int m = 0; m < 2; ++m) {
+#pragma unroll
+        for (int j = 0; j < kN / 8; ++j) {
+#pragma unroll
+          for (int v = 0; v < 4; ++v) {
+            ptile[(f0 + 16 * m + 8 * (v >> 1)) * kPitch + 8 * j + 2 * q + (v & 1)] =
+                sum[m][4 * j + v];
+          }
+        }
+      }
+    }
+    __syncthreads();
+
+    // Output frames u - pad of the owned blocks, u = Q s + r.
+    const std::int64_t s = a.stride;
+    const std::int64_t u_lo = std::max(a.pad, first * s);
+    const std::int64_t u_hi = std::min(a.pad + a.out_frames, (first + a.own) * s);
+    const int n_u = static_cast<int>(u_hi - u_lo);
+    float* yg = a.y + b * a.y_bs + gr * a.cout_g * a.y_cs - a.pad;
+    const int r_lo = static_cast<int>(u_lo - first * s);
+    for (int co = 0; co < a.cout_g; ++co) {
+      const float bias = a.bias != nullptr ? __ldg(a.bias + gr * a.cout_g + co) : 0.0f;
+      for (int e = tid; e < n_u; e += kThreads) {
+        const int rel = r_lo + e;  // from block `first`'s frame 0
+        const int qi = rel / a.stride, r = rel - qi * a.stride;
+        float v = bias;
+        if (!bad) {
+          const float* pr = ptile + (qi + a.taps - 1) * kPitch + co * a.K + r;
+          for (int j = 0; j < a.taps; ++j) v += pr[j * (a.stride - kPitch)];
+        } else {
+          const std::int64_t Q = first + qi;
+          const float* wc = a.w + gr * a.cin_g * std::int64_t{cols} + co * a.K + r;
+          for (int j = 0; j < a.taps; ++j) {
+            if (Q - j < 0 || Q - j >= a.in_frames) continue;
+            for (int ci = 0; ci < a.cin_g; ++ci) {
+              v = fmaf(__ldg(xg + ci * a.x_cs + Q - j), __ldg(wc + ci * std::int64_t{cols} + j * s),
+                       v);
+            }
+          }
+        }
+        yg[co * a.y_cs + u_lo + e] = v;
+      }
+    }
+    __syncthreads();  // the next tile rewrites P
+  }
+#endif
+}
+
+// Columns out/groups x K, padded to an instantiation's 16 or 32.
+int padded_cols(const ConvTranspose1dParams& p) {
+  const std::int64_t cols = p.out_channels / p.groups * p.kernel_size;
+  return cols <= 16 ? 16 : 32;
+}
+
+// Reduction steps of 8 channels, in whole groups of the kernel's kSumSteps = 8.
+int steps_of(const ConvTranspose1dParams& p) {
+  return static_cast<int>((p.in_channels / p.groups + 63) / 64 * 8);
+}
+
+template <int kN>
+bool kernel_ready() {
+  static const bool ok = [] {
+    const bool set =
+        cudaFuncSetAttribute(conv_transpose1d_decoder_wgmma_kernel<kN>,
+                             cudaFuncAttributeMaxDynamicSharedMemorySize, kMaxSmem) == cudaSuccess;
+    if (!set) cudaGetLastError();
+    return set;
+  }();
+  return ok;
+}
+
+template <int kN>
+void launch_with(const DecArgs& a, std::size_t smem, cudaStream_t stream) {
+  int per_sm = 0;
+  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+          &per_sm, conv_transpose1d_decoder_wgmma_kernel<kN>, kThreads, smem) != cudaSuccess) {
+    cudaGetLastError();
+    per_sm = 1;
+  }
+  const std::int64_t resident = std::int64_t{std::max(per_sm, 1)} * num_sms();
+  conv_transpose1d_decoder_wgmma_kernel<kN>
+      <<<grid_dim(std::min(a.tiles, resident), kMaxGridX), kThreads, smem, stream>>>(a);
+}
+
+}  // namespace
+
+bool conv_transpose1d_decoder_wgmma_supported(const ConvTranspose1dParams& p) {
+  if (p.dilation != 1 || p.stride < 1 || p.kernel_size % p.stride != 0) return false;
+  const std::int64_t taps = p.kernel_size / p.stride;
+  const std::int64_t cols = p.out_channels / p.groups * p.kernel_size;
+  if (taps > 32 || cols > kMaxCols || p.in_channels / p.groups < 8) return false;
+  const int n = padded_cols(p);
+  if (smem_bytes(steps_of(p), n) > kMaxSmem) return false;
+  return wgmma_available() && (n == 16 ? kernel_ready<16>() : kernel_ready<32>());
+}
+
+void launch_conv_transpose1d_decoder_wgmma(const ConvTranspose1dParams& p,
+                                           TensorView<const float> x, const float* w,
+                                           const float* bias, TensorView<float> y,
+                                           cudaStream_t stream, const char* name) {
+  DecArgs a{};
+  set_views(a, x, w, bias, y);
+  a.groups = p.groups;
+  a.cin_g = static_cast<int>(p.in_channels / p.groups);
+  a.cout_g = static_cast<int>(p.out_channels / p.groups);
+  a.K = static_cast<int>(p.kernel_size);
+  a.stride = static_cast<int>(p.stride);
+  a.taps = a.K / a.stride;
+  a.steps = steps_of(p);
+  a.own = kRows - (a.taps - 1);
+  a.pad = p.padding;
+  a.in_frames = p.in_frames;
+  a.out_frames = p.out_frames;
+  a.q_first = p.padding / p.stride;
+  const std::int64_t q_last = (p.padding + p.out_frames - 1) / p.stride;
+  a.row_tiles = (q_last - a.q_first + a.own) / a.own;
+  a.tiles = a.row_tiles * p.batch * p.groups;
+  if (p.out_frames == 0 || a.tiles == 0) return;
+  const int n = padded_cols(p);
+  const std::size_t smem = smem_bytes(a.steps, n);
+  if (n == 16) {
+    launch_with<16>(a, smem, stream);
+  } else {
+    launch_with<32>(a, smem, stream);
+  }
+  check_launch(name, p);
+}
+
+}  // namespace convbank::detail::cuda
