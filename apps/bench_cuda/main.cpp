@@ -96,14 +96,11 @@ std::int64_t out_frames(const Problem& p) {
   return (p.frames + 2 * p.padding - p.dilation * (p.k - 1) - 1) / p.stride + 1;
 }
 
-// Padding mode of the --shape Conv1d problems (--padding-mode); the workloads pad with zeros.
-// cuDNN has zeros padding only: for other modes it times the same layer with zeros padding,
-// which PyTorch runs after an F.pad copy of the input.
-convbank::PaddingMode g_padding_mode = convbank::PaddingMode::kZeros;
-
+// A problem's padding mode: Problem::mode, set by --padding-mode for the --shape Conv1d problems
+// (the workloads pad with zeros). cuDNN has zeros padding only: for other modes it times the
+// same layer with zeros padding, which PyTorch runs after an F.pad copy of the input.
 convbank::PaddingMode mode_of(const Problem& p) {
-  return std::string(p.name) == "custom" && !p.transposed ? g_padding_mode
-                                                          : convbank::PaddingMode::kZeros;
+  return p.transposed ? convbank::PaddingMode::kZeros : p.mode;
 }
 
 std::string shape_string(const Problem& p) {
@@ -485,6 +482,7 @@ void usage() {
 int main(int argc, char** argv) {
   try {
     std::vector<Problem> problems;
+    convbank::PaddingMode padding_mode = convbank::PaddingMode::kZeros;  // of --shape Conv1d
     std::string json_path, op;
     std::vector<std::string> shapes;
     int runs = 30;
@@ -520,7 +518,7 @@ int main(int argc, char** argv) {
       } else if (a == "--json") {
         json_path = value();
       } else if (a == "--padding-mode") {
-        g_padding_mode = convbank::parse_padding_mode(value(), "--padding-mode");
+        padding_mode = convbank::parse_padding_mode(value(), "--padding-mode");
       } else if (a == "--no-cudnn") {
         use_cudnn = false;
       } else if (a == "-h" || a == "--help") {
@@ -537,7 +535,7 @@ int main(int argc, char** argv) {
       }
       const auto v = parse_shape(s);
       problems.push_back({"custom", op == "conv-transpose1d", v[0], v[1], v[2], v[3], v[4], v[5],
-                          v[6], v[7], v[8]});
+                          v[6], v[7], v[8], padding_mode});
     }
     if (problems.empty()) problems.assign(std::begin(kWorkloads), std::end(kWorkloads));
     if (!convbank::cuda_available()) throw std::runtime_error("no CUDA device available");
@@ -588,11 +586,11 @@ int main(int argc, char** argv) {
         "\nfloors: memory = (input + output + weights) bytes / %.1f TB/s, FFMA = FLOP / %.0f "
         "TFLOP/s; %% of floor = floor / ours. Accuracy bar: rel L2 <= 1e-6.\n",
         kCopyBandwidth / 1e12, kFfmaPeak / 1e12);
-    if (g_padding_mode != convbank::PaddingMode::kZeros) {
+    if (padding_mode != convbank::PaddingMode::kZeros) {
       std::printf(
           "cuDNN pads with zeros only: its times for %s padding are the same layer with zeros "
           "padding (PyTorch runs that after F.pad), its outputs are not compared.\n",
-          convbank::to_string(g_padding_mode).c_str());
+          convbank::to_string(padding_mode).c_str());
     }
 
     if (!json_path.empty()) {

@@ -6,12 +6,15 @@
 
 #include <cstdint>
 
+#include "convbank/conv.hpp"
+
 namespace convbank::detail {
 
 struct Workload {
   const char* name;
   bool transposed;
   std::int64_t n, cin, cout, frames, k, stride, padding, dilation, groups;
+  PaddingMode mode = PaddingMode::kZeros;  // Conv1d only (ConvTranspose1d pads with zeros)
 };
 
 inline constexpr Workload kWorkloads[] = {

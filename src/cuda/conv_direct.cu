@@ -606,17 +606,10 @@ namespace {
 
 constexpr int kEdgeThreads = 256;
 
-struct EdgeArgs {
-  const float* x;
-  std::int64_t x_bs, x_cs;
-  const float* w;
-  const float* bias;
-  float* y;
-  std::int64_t y_bs, y_cs;
-  std::int64_t in_frames, out_channels, cin_g, cout_g, kernel_size, stride, dilation, pad;
+// The layer as the direct kernels see it, and which of its outputs are edges.
+struct EdgeArgs : DirectArgs {
   std::int64_t left, right;  // outputs [0, left) and [right, out_frames) of every row
   std::int64_t per_row, warps;
-  int mode;
 };
 
 // One warp per edge output: lanes split the input channels, each sums its taps in float64 (an
@@ -661,20 +654,11 @@ void launch_conv1d_padding_edges(const Conv1dParams& p, TensorView<const float> 
   const std::int64_t right =
       last_start < 0 ? left : std::clamp(last_start / p.stride + 1, left, out);
   EdgeArgs a{};
-  set_views(a, x, w, bias, y);
-  a.in_frames = p.in_frames;
-  a.out_channels = p.out_channels;
-  a.cin_g = p.in_channels / p.groups;
-  a.cout_g = p.out_channels / p.groups;
-  a.kernel_size = p.kernel_size;
-  a.stride = p.stride;
-  a.dilation = p.dilation;
-  a.pad = p.pad_left;
+  static_cast<DirectArgs&>(a) = conv1d_args(p, x, w, bias, y);
   a.left = left;
   a.right = right;
   a.per_row = left + (out - right);
   a.warps = p.batch * p.out_channels * a.per_row;
-  a.mode = to_pad_mode(p.padding_mode);
   if (a.warps == 0) return;
   const std::int64_t blocks = (a.warps + kEdgeThreads / 32 - 1) / (kEdgeThreads / 32);
   conv1d_padding_edges_kernel<<<grid_dim(blocks, kMaxGridX), kEdgeThreads, 0, stream>>>(a);
