@@ -17,8 +17,10 @@
 //   A (activations) is loaded from global memory straight into the thread's fragment
 //     registers. Fragment row g + 8h of warp w's 16 in m-tile m is frame 32w + 16m + 8h + g
 //     (any row permutation works: the accumulators carry the same one), so each 4-byte load
-//     instruction reads 8 consecutive frames of 4 channels, whole 32-byte sectors, for rows of
-//     any length and alignment. Loads run kAhead reduction steps ahead of the split.
+//     instruction reads 8 consecutive frames of 4 channels (a 32-byte run per channel), for
+//     rows of any length and alignment. Loads run kAhead reduction steps ahead of the split.
+//     These loads are what bounds the kernel (log step 83 in docs/performance.md: 0.211 ms of
+//     dec_tasnet's 0.216 without the wgmmas, where warp-contiguous loads read it in 0.137).
 //   B (weights) is split once per block and group into K-major big/small planes that stay in
 //     shared memory for the whole reduction (plane_offset's layout).
 //   The tensor cores accumulate kSumSteps steps (64 channels) from zero, then fp32 registers
