@@ -19,8 +19,10 @@
 //     (any row permutation works: the accumulators carry the same one), so each 4-byte load
 //     instruction reads 8 consecutive frames of 4 channels (a 32-byte run per channel), for
 //     rows of any length and alignment. Loads run kAhead reduction steps ahead of the split.
-//     These loads are what bounds the kernel (log step 83 in docs/performance.md: 0.211 ms of
-//     dec_tasnet's 0.216 without the wgmmas, where warp-contiguous loads read it in 0.137).
+//     Too few of these loads are in flight, and that bounds the kernel (log step 83 in
+//     docs/performance.md: 0.211 ms of dec_tasnet's 0.216 without the wgmmas; the same load
+//     pattern alone reads it in 0.201 ms with 12 warps per multiprocessor, as here, and in 0.137
+//     with 32).
 //   B (weights) is split once per block and group into K-major big/small planes that stay in
 //     shared memory for the whole reduction (plane_offset's layout).
 //   The tensor cores accumulate kSumSteps steps (64 channels) from zero, then fp32 registers
