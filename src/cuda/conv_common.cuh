@@ -207,6 +207,9 @@ void launch_conv1d_depthwise(const Conv1dParams& p, TensorView<const float> x, c
 // so it wants at least conv_transpose1d_decoder_blocks(p) >= the multiprocessor count.
 bool conv_transpose1d_decoder_supported(const ConvTranspose1dParams& p);
 std::int64_t conv_transpose1d_decoder_blocks(const ConvTranspose1dParams& p);
+// How full its waves of resident thread blocks are (0..1], its work counted in whole tiles of
+// output blocks (a row's last, short tile costs its share: its idle warps take channels).
+double conv_transpose1d_decoder_wave_fill(const ConvTranspose1dParams& p);
 void launch_conv_transpose1d_decoder(const ConvTranspose1dParams& p, TensorView<const float> x,
                                      const float* w, const float* bias, TensorView<float> y,
                                      cudaStream_t stream, const char* name);

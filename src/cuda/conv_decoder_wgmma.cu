@@ -71,12 +71,8 @@ struct DecArgs {
 };
 
 // Shared memory of one block: the two weight planes, then P with a row pitch of cols + 1 floats.
-int planes_floats(int steps, int cols) {
-  return 2 * steps * 8 * cols;
-}
 std::size_t smem_bytes(int steps, int cols) {
-  return (static_cast<std::size_t>(planes_floats(steps, cols)) + kRows * (cols + 1)) *
-         sizeof(float);
+  return (std::size_t{2} * steps * 8 * cols + kRows * (cols + 1)) * sizeof(float);
 }
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)

@@ -87,7 +87,6 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
-#include <cmath>
 #include <cstdlib>
 #include <optional>
 #include <string>
@@ -204,14 +203,10 @@ bool decoder_wgmma_wins(const ConvTranspose1dParams& p) {
   if (p.out_channels / p.groups >= 32) return false;
   const std::int64_t blocks = (p.out_frames + p.padding) / p.stride + 1;
   if (p.batch * p.groups * ((blocks + 127) / 128) < num_sms()) return false;
-  if (p.out_channels == p.groups && p.kernel_size <= 16 && conv_transpose1d_decoder_supported(p)) {
-    // Its work in full 1024-block tiles (a row's last, short tile costs its share: a tile of a
-    // few blocks splits its channels over the idle warps), in waves of two per multiprocessor.
-    const double tiles = static_cast<double>(p.batch * p.out_channels) * blocks / 1024.0;
-    const double slots = 2.0 * num_sms();
-    if (tiles >= 0.9 * std::ceil(tiles / slots) * slots) return false;
-  }
-  return true;
+  const bool ffma_best = p.out_channels == p.groups && p.kernel_size <= 16 &&
+                         conv_transpose1d_decoder_supported(p) &&
+                         conv_transpose1d_decoder_wave_fill(p) >= 0.9;
+  return !ffma_best;
 }
 
 // Tensor-core kernel names: the register-fragment kernel (128 frames x 64 channels, ss_tile 0)

@@ -12,6 +12,7 @@
 //                                channel and streams all channels, adding its register sums to
 //                                running sums in shared memory every 32.
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <type_traits>
 
@@ -295,6 +296,7 @@ constexpr int kDecWarps = kDecThreads / 32;
 constexpr int kDecMaxT = 4;                             // taps per phase
 constexpr int kDecWarpBlocks = 128;                     // output blocks (of `stride` frames)
 constexpr int kDecBlocks = kDecWarps * kDecWarpBlocks;  // ... per thread block
+constexpr int kDecBlocksPerSm = 2;  // resident thread blocks per multiprocessor (launch bounds)
 constexpr int kDecWeightFloats = 8192;
 // Channels summed in registers before the partial sum is added to the thread's running sum in
 // shared memory: no serial fp32 sum runs over more than 32 channels, whatever in/groups is.
@@ -328,7 +330,8 @@ struct DecArgs {
 // them measured 1.2-1.3x slower than four 4-byte loads on aligned rows, log step 44.)
 // MT: taps per phase the code is unrolled for (a.T <= MT).
 template <int PH, int MT>
-__global__ void __launch_bounds__(kDecThreads, 2) conv_transpose1d_decoder_kernel(DecArgs a) {
+__global__ void __launch_bounds__(kDecThreads, kDecBlocksPerSm)
+    conv_transpose1d_decoder_kernel(DecArgs a) {
   constexpr int U = PH >= 16 ? 2 : 4;  // channels per group
   constexpr int H = MT > 1 ? MT - 1 : 1;
   static_assert(kDecFold % U == 0, "a fold ends a group");
@@ -671,6 +674,15 @@ std::int64_t conv_transpose1d_decoder_blocks(const ConvTranspose1dParams& p) {
   DecArgs a{};
   set_block_range(a, p);
   return a.q_tiles * p.batch * p.out_channels;
+}
+
+double conv_transpose1d_decoder_wave_fill(const ConvTranspose1dParams& p) {
+  DecArgs a{};
+  set_block_range(a, p);
+  const double tiles =
+      static_cast<double>(p.batch * p.out_channels) * (a.q_end - a.qbase) / kDecBlocks;
+  const double slots = static_cast<double>(kDecBlocksPerSm) * num_sms();
+  return tiles / (std::ceil(tiles / slots) * slots);
 }
 
 void launch_conv_transpose1d_decoder(const ConvTranspose1dParams& p, TensorView<const float> x,
