@@ -1376,7 +1376,9 @@ TEST_CASE("cuda: memory-bound kernels (encoder, depthwise, decoder) against the 
 // 32), 1 to 16 taps per phase (stride 1 included), padding that starts mid-block and makes
 // whole tiles of halo, output_padding, groups, channel counts that leave a ragged last group
 // of 64 (8, 27, 200, 480), rows of odd length and strided views, many tiles per row and rows
-// of one tile.
+// of one tile. Then stride-1 Conv1d layers of few outputs on the same kernel (taps reversed):
+// a vocoder's last layer, "same" padding, padding K - 1, groups, K 1 and K 32, 8 channels into
+// 32 columns, reflect padding (the dispatcher's edge pass).
 TEST_CASE("cuda: tensor-core decoders against the float64 oracle") {
   CUDA_OR_SKIP();
   namespace cc = convbank::detail::cuda;
@@ -1416,11 +1418,32 @@ TEST_CASE("cuda: tensor-core decoders against the float64 oracle") {
   transpose({.in_channels = 33, .out_channels = 2, .kernel_size = 16, .stride = 16}, 1, 129, true);
   transpose({.in_channels = 130, .out_channels = 1, .kernel_size = 32, .stride = 16, .padding = 7},
             2, 2000, false);
+  using C = Conv1dOptions;
+  auto conv = [&](const C& o, std::int64_t n, std::int64_t frames, bool strided) {
+    CHECK(run_config<Conv1d, C>(o, n, frames, strided, seed++, stats));
+  };
+  conv({.in_channels = 32, .out_channels = 1, .kernel_size = 7, .padding = 3}, 2, 3001, false);
+  conv({.in_channels = 64, .out_channels = 2, .kernel_size = 7, .padding = 6, .bias = false}, 1,
+       2000, true);
+  conv({.in_channels = 2 * 40, .out_channels = 2 * 4, .kernel_size = 5, .groups = 2}, 2, 777,
+       false);
+  conv({.in_channels = 130, .out_channels = 1, .kernel_size = 32, .padding = 31}, 1, 1500, true);
+  conv({.in_channels = 16, .out_channels = 1, .kernel_size = 1}, 3, 1000, false);
+  conv({.in_channels = 27, .out_channels = 3, .kernel_size = 4, .padding = Padding::same()}, 2, 513,
+       true);
+  conv({.in_channels = 32,
+        .out_channels = 1,
+        .kernel_size = 7,
+        .padding = 3,
+        .padding_mode = PaddingMode::kReflect},
+       2, 1200, false);
+  conv({.in_channels = 8, .out_channels = 4, .kernel_size = 8, .padding = 2}, 1, 300, false);
   MESSAGE("tensor-core decoders: worst ", stats.worst, " at ", stats.worst_config,
           "; kernels: ", join(stats.kernels));
-  CHECK(stats.runs == 10);
+  CHECK(stats.runs == 18);
   if (cc::wgmma_available()) {
-    CHECK(stats.kernels == std::set<std::string>{"conv_transpose1d_decoder_wgmma_3xtf32"});
+    CHECK(stats.kernels == std::set<std::string>{"conv_transpose1d_decoder_wgmma_3xtf32",
+                                                 "conv1d_few_outputs_wgmma_3xtf32"});
     // The default policy gives it a decoder of two outputs (its FFMA rival computes 16
     // multiply-adds per input value there).
     const PolicyScope auto_policy(cc::WgmmaPolicy::kAuto);
@@ -1428,6 +1451,9 @@ TEST_CASE("cuda: tensor-core decoders against the float64 oracle") {
         {.in_channels = 512, .out_channels = 2, .kernel_size = 8, .stride = 4});
     CHECK(std::string(kernel_of(two, Shape{16, 512, 16383})) ==
           "conv_transpose1d_decoder_wgmma_3xtf32");
+    // ... and HiFi-GAN's conv_post, on one second of 24 kHz audio.
+    const Conv1d post({.in_channels = 32, .out_channels = 1, .kernel_size = 7, .padding = 3});
+    CHECK(std::string(kernel_of(post, Shape{1, 32, 24000})) == "conv1d_few_outputs_wgmma_3xtf32");
   }
 }
 
@@ -1732,6 +1758,10 @@ void for_each_kernel_family(Run&& run) {
   {  // ... 2 x 8 columns: the tensor-core decoder (sm_90)
     const ConvTranspose1dOptions o{
         .in_channels = 40, .out_channels = 2, .kernel_size = 8, .stride = 4, .padding = 2};
+    run(o, 100, 300);
+  }
+  {  // ... and a stride-1 Conv1d of one output on it, taps reversed (a vocoder's last layer)
+    const Conv1dOptions o{.in_channels = 32, .out_channels = 1, .kernel_size = 7, .padding = 3};
     run(o, 100, 300);
   }
   {

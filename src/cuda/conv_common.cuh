@@ -222,6 +222,12 @@ void launch_conv_transpose1d_decoder_wgmma(const ConvTranspose1dParams& p,
                                            TensorView<const float> x, const float* w,
                                            const float* bias, TensorView<float> y,
                                            cudaStream_t stream, const char* name);
+// The same kernel for stride-1 Conv1d layers of few outputs (HiFi-GAN's conv_post, 32 -> 1,
+// K 7): dilation 1, zeros padding with pad_left <= K - 1, out/groups x K <= 32, in/groups >= 8.
+bool conv1d_few_outputs_wgmma_supported(const Conv1dParams& p);
+void launch_conv1d_few_outputs_wgmma(const Conv1dParams& p, TensorView<const float> x,
+                                     const float* w, const float* bias, TensorView<float> y,
+                                     cudaStream_t stream, const char* name);
 // Tile configurations of the FFMA implicit GEMM (rows x cols per block).
 enum class GemmTile { k128x128, k64x128, k32x128, k16x128 };
 void launch_conv1d_gemm(const Conv1dParams& p, TensorView<const float> x, const float* w,

@@ -33,6 +33,9 @@
 // A tile owns the output blocks Q of its last 128 - H rows, H = K / s - 1: the first H rows
 // are the halo its outputs need, computed again by the tile before.
 //
+// A stride-1 Conv1d of few outputs is the same GEMM with its taps reversed (DecLayer below):
+// the vocoders' last layer (32 -> 1, K 7) moves its whole input once and little else too.
+//
 // Non-finite values: the split turns a non-finite input into a NaN small part, so the rows of P
 // it feeds are NaN in every column; a tile whose P is not finite, or any tile when a weight is
 // not, computes its outputs with the direct fp32 formula, whose NaN/Inf classes are PyTorch's.
@@ -55,7 +58,11 @@ constexpr int kMaxSmem = 113 * 1024;  // at least two blocks per multiprocessor
 struct DecArgs {
   const float* x;
   std::int64_t x_bs, x_cs;
+  // Weight (ci, co, k) of group g is w[g w_g + ci w_ci + co w_co + k w_k]: ConvTranspose1d's
+  // own layout, or a Conv1d's flipped in place (w then points at tap K - 1, w_k = -1).
   const float* w;
+  std::int64_t w_g, w_ci, w_co;
+  int w_k;
   const float* bias;
   float* y;
   std::int64_t y_bs, y_cs;
@@ -127,10 +134,11 @@ __global__ void __launch_bounds__(kThreads, kN == 16 ? 3 : 2)
     if (gr != staged) {
       __syncthreads();  // the previous group's tiles are done with the planes
       bool ok = true;
-      const float* wg = a.w + gr * a.cin_g * std::int64_t{cols};
+      const float* wg = a.w + gr * a.w_g;
       for (int e = tid; e < plane; e += kThreads) {
-        const int r = e / kN, n = e - r * kN;
-        const float v = r < a.cin_g && n < cols ? __ldg(wg + r * std::int64_t{cols} + n) : 0.0f;
+        const int r = e / kN, n = e - r * kN, co = n / a.K, k = n - co * a.K;
+        const float v =
+            r < a.cin_g && n < cols ? __ldg(wg + r * a.w_ci + co * a.w_co + k * a.w_k) : 0.0f;
         std::uint32_t hi, lo;
         ok &= split_tf32(v, hi, lo);
         smem[plane_offset(r, n, kN)] = __uint_as_float(hi);
@@ -271,12 +279,11 @@ __global__ void __launch_bounds__(kThreads, kN == 16 ? 3 : 2)
           for (int j = 0; j < a.taps; ++j) v += pr[j * (a.stride - kPitch)];
         } else {
           const std::int64_t Q = first + qi;
-          const float* wc = a.w + gr * a.cin_g * std::int64_t{cols} + co * a.K + r;
+          const float* wc = a.w + gr * a.w_g + co * a.w_co + r * a.w_k;
           for (int j = 0; j < a.taps; ++j) {
             if (Q - j < 0 || Q - j >= a.in_frames) continue;
             for (int ci = 0; ci < a.cin_g; ++ci) {
-              v = fmaf(__ldg(xg + ci * a.x_cs + Q - j), __ldg(wc + ci * std::int64_t{cols} + j * s),
-                       v);
+              v = fmaf(__ldg(xg + ci * a.x_cs + Q - j), __ldg(wc + ci * a.w_ci + j * s * a.w_k), v);
             }
           }
         }
@@ -288,15 +295,47 @@ __global__ void __launch_bounds__(kThreads, kN == 16 ? 3 : 2)
 #endif
 }
 
+// The layer as the kernel sees it: a ConvTranspose1d, or a stride-1 Conv1d turned into one
+// (Conv1d's y[t] = sum_k x[t + k - pad_left] w[k] is ConvTranspose1d's with the taps reversed
+// and padding K - 1 - pad_left).
+struct DecLayer {
+  std::int64_t batch, groups, cin_g, cout_g, K, stride, dilation, pad, in_frames, out_frames;
+};
+
+DecLayer layer_of(const ConvTranspose1dParams& p) {
+  return {p.batch,
+          p.groups,
+          p.in_channels / p.groups,
+          p.out_channels / p.groups,
+          p.kernel_size,
+          p.stride,
+          p.dilation,
+          p.padding,
+          p.in_frames,
+          p.out_frames};
+}
+
+DecLayer layer_of(const Conv1dParams& p) {
+  return {p.batch,
+          p.groups,
+          p.in_channels / p.groups,
+          p.out_channels / p.groups,
+          p.kernel_size,
+          1,
+          p.dilation,
+          p.kernel_size - 1 - p.pad_left,
+          p.in_frames,
+          p.out_frames};
+}
+
 // Columns out/groups x K, padded to an instantiation's 16 or 32.
-int padded_cols(const ConvTranspose1dParams& p) {
-  const std::int64_t cols = p.out_channels / p.groups * p.kernel_size;
-  return cols <= 16 ? 16 : 32;
+int padded_cols(const DecLayer& l) {
+  return l.cout_g * l.K <= 16 ? 16 : 32;
 }
 
 // Reduction steps of 8 channels, in whole groups of the kernel's kSumSteps = 8.
-int steps_of(const ConvTranspose1dParams& p) {
-  return static_cast<int>((p.in_channels / p.groups + 63) / 64 * 8);
+int steps_of(const DecLayer& l) {
+  return static_cast<int>((l.cin_g + 63) / 64 * 8);
 }
 
 template <int kN>
@@ -309,6 +348,14 @@ bool kernel_ready() {
     return set;
   }();
   return ok;
+}
+
+bool supported(const DecLayer& l) {
+  if (l.dilation != 1 || l.stride < 1 || l.K % l.stride != 0 || l.pad < 0) return false;
+  if (l.K / l.stride > 32 || l.cout_g * l.K > kMaxCols || l.cin_g < 8) return false;
+  const int n = padded_cols(l);
+  if (smem_bytes(steps_of(l), n) > kMaxSmem) return false;
+  return wgmma_available() && (n == 16 ? kernel_ready<16>() : kernel_ready<32>());
 }
 
 template <int kN>
@@ -324,48 +371,71 @@ void launch_with(const DecArgs& a, std::size_t smem, cudaStream_t stream) {
       <<<grid_dim(std::min(a.tiles, resident), kMaxGridX), kThreads, smem, stream>>>(a);
 }
 
-}  // namespace
-
-bool conv_transpose1d_decoder_wgmma_supported(const ConvTranspose1dParams& p) {
-  if (p.dilation != 1 || p.stride < 1 || p.kernel_size % p.stride != 0) return false;
-  const std::int64_t taps = p.kernel_size / p.stride;
-  const std::int64_t cols = p.out_channels / p.groups * p.kernel_size;
-  if (taps > 32 || cols > kMaxCols || p.in_channels / p.groups < 8) return false;
-  const int n = padded_cols(p);
-  if (smem_bytes(steps_of(p), n) > kMaxSmem) return false;
-  return wgmma_available() && (n == 16 ? kernel_ready<16>() : kernel_ready<32>());
-}
-
-void launch_conv_transpose1d_decoder_wgmma(const ConvTranspose1dParams& p,
-                                           TensorView<const float> x, const float* w,
-                                           const float* bias, TensorView<float> y,
-                                           cudaStream_t stream, const char* name) {
-  DecArgs a{};
-  set_views(a, x, w, bias, y);
-  a.groups = p.groups;
-  a.cin_g = static_cast<int>(p.in_channels / p.groups);
-  a.cout_g = static_cast<int>(p.out_channels / p.groups);
-  a.K = static_cast<int>(p.kernel_size);
-  a.stride = static_cast<int>(p.stride);
+// a's views and weight strides are set; the rest comes from the layer.
+void launch(DecArgs a, const DecLayer& l, cudaStream_t stream, const char* name,
+            const LaunchShape& shape) {
+  a.groups = l.groups;
+  a.cin_g = static_cast<int>(l.cin_g);
+  a.cout_g = static_cast<int>(l.cout_g);
+  a.K = static_cast<int>(l.K);
+  a.stride = static_cast<int>(l.stride);
   a.taps = a.K / a.stride;
-  a.steps = steps_of(p);
+  a.steps = steps_of(l);
   a.own = kRows - (a.taps - 1);
-  a.pad = p.padding;
-  a.in_frames = p.in_frames;
-  a.out_frames = p.out_frames;
-  a.q_first = p.padding / p.stride;
-  const std::int64_t q_last = (p.padding + p.out_frames - 1) / p.stride;
+  a.pad = l.pad;
+  a.in_frames = l.in_frames;
+  a.out_frames = l.out_frames;
+  a.q_first = l.pad / l.stride;
+  const std::int64_t q_last = (l.pad + l.out_frames - 1) / l.stride;
   a.row_tiles = (q_last - a.q_first + a.own) / a.own;
-  a.tiles = a.row_tiles * p.batch * p.groups;
-  if (p.out_frames == 0 || a.tiles == 0) return;
-  const int n = padded_cols(p);
+  a.tiles = a.row_tiles * l.batch * l.groups;
+  if (l.out_frames == 0 || a.tiles == 0) return;
+  const int n = padded_cols(l);
   const std::size_t smem = smem_bytes(a.steps, n);
   if (n == 16) {
     launch_with<16>(a, smem, stream);
   } else {
     launch_with<32>(a, smem, stream);
   }
-  check_launch(name, p);
+  check_launch(name, shape);
+}
+
+}  // namespace
+
+bool conv_transpose1d_decoder_wgmma_supported(const ConvTranspose1dParams& p) {
+  return supported(layer_of(p));
+}
+
+bool conv1d_few_outputs_wgmma_supported(const Conv1dParams& p) {
+  // Reflect, replicate and circular padding go through the dispatcher's edge pass.
+  return p.stride == 1 && p.padding_mode == PaddingMode::kZeros && supported(layer_of(p));
+}
+
+void launch_conv_transpose1d_decoder_wgmma(const ConvTranspose1dParams& p,
+                                           TensorView<const float> x, const float* w,
+                                           const float* bias, TensorView<float> y,
+                                           cudaStream_t stream, const char* name) {
+  const DecLayer l = layer_of(p);
+  DecArgs a{};
+  set_views(a, x, w, bias, y);
+  a.w_co = l.K;
+  a.w_ci = l.cout_g * l.K;
+  a.w_g = l.cin_g * a.w_ci;
+  a.w_k = 1;
+  launch(a, l, stream, name, p);
+}
+
+void launch_conv1d_few_outputs_wgmma(const Conv1dParams& p, TensorView<const float> x,
+                                     const float* w, const float* bias, TensorView<float> y,
+                                     cudaStream_t stream, const char* name) {
+  const DecLayer l = layer_of(p);
+  DecArgs a{};
+  set_views(a, x, w + (l.K - 1), bias, y);
+  a.w_ci = l.K;
+  a.w_co = l.cin_g * l.K;
+  a.w_g = l.cout_g * a.w_co;
+  a.w_k = -1;
+  launch(a, l, stream, name, p);
 }
 
 }  // namespace convbank::detail::cuda

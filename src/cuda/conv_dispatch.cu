@@ -35,6 +35,11 @@
 //   register-fragment tile where the shared-memory-operand kernel's stages do not fit
 //                                  -> conv1d_s2d_wgmma_ss_3xtf32_{128x128,64x256},
 //                                     conv1d_s2d_wgmma_3xtf32_128x64
+//   compute capability 9.0, stride 1, dilation 1, pad_left <= K - 1, out/groups x K <= 32
+//   (out/groups < 32), in/groups >= 8, a group's weights fit shared memory (the tensor-core
+//   decoder below, taps reversed)
+//                                  -> conv1d_few_outputs_wgmma_3xtf32
+//                                     (CONVBANK_CUDA_DECODER_WGMMA=0: off)
 //   K = 3, stride 1, dilation 1, in/groups >= 16, out/groups >= 32
 //                                  -> conv1d_winograd_f43_ffma
 //   in/groups = 1, out/groups >= 16 (one-channel encoders), input window fits shared memory
@@ -195,9 +200,13 @@ bool s2d_first(const Conv1dParams& p) {
 // 1 on 40000 frames (1.18) 0.137 vs 0.156; 512 -> 2, K 8, s 4 0.215 vs 0.251; 256 -> 1, K 20,
 // s 10 0.132 vs 0.178. CONVBANK_CUDA_DECODER_WGMMA=0 turns it off (read once);
 // CONVBANK_CUDA_WGMMA=1 takes it wherever it applies, =0 never.
-bool decoder_wgmma_wins(const ConvTranspose1dParams& p) {
+bool decoder_wgmma_off() {
   static const bool off = env_off("CONVBANK_CUDA_DECODER_WGMMA");
-  if (off) return false;
+  return off;
+}
+
+bool decoder_wgmma_wins(const ConvTranspose1dParams& p) {
+  if (decoder_wgmma_off()) return false;
   if (const auto forced = policy_forces()) return *forced;
   // 32 outputs (pointwise layers) stay on the stride-1 rule's kernel.
   if (p.out_channels / p.groups >= 32) return false;
@@ -207,6 +216,18 @@ bool decoder_wgmma_wins(const ConvTranspose1dParams& p) {
                          conv_transpose1d_decoder_supported(p) &&
                          conv_transpose1d_decoder_wave_fill(p) >= 0.9;
   return !ffma_best;
+}
+
+// Stride-1 Conv1d layers of few outputs (a vocoder's last layer, 32 -> 1, K 7) on the same
+// tensor-core decoder kernel wherever it applies: it measured faster than
+// conv1d_direct_coalesced from 4096-frame rows at batch 1 up (H200, log step 84 in
+// docs/performance.md, ms): 8 x 32 -> 1 on 131072 frames 0.105 vs 0.243, 64 -> 1 0.125 vs
+// 0.476, 32 -> 4 0.108 vs 0.426, 512 -> 1, K 1 0.195 vs 0.852, 1 x 32 -> 1 on 4096 frames
+// 0.012 vs 0.078. Shorter rows of little work take conv1d_direct_flat first.
+// CONVBANK_CUDA_DECODER_WGMMA=0 turns it off too.
+bool few_outputs_wgmma_wins(const Conv1dParams& p) {
+  if (decoder_wgmma_off() || p.out_channels / p.groups >= 32) return false;
+  return policy_forces().value_or(true);
 }
 
 // Tensor-core kernel names: the register-fragment kernel (128 frames x 64 channels, ss_tile 0)
@@ -404,7 +425,8 @@ Choice choose(const Conv1dParams& p) {
   static const bool off = env_off("CONVBANK_CUDA_EDGES");
   if (!off && p.padding_mode != PaddingMode::kZeros && (p.pad_left > 0 || p.pad_right > 0)) {
     Choice z = choose_zeros_or_native(with_zeros_padding(p));
-    if (z.family == Family::kWgmma || z.family == Family::kGemm2) {
+    if (z.family == Family::kWgmma || z.family == Family::kGemm2 ||
+        z.family == Family::kDecoderWgmma) {
       z.edges = true;
       return z;
     }
@@ -442,6 +464,9 @@ Choice choose_zeros_or_native(const Conv1dParams& p) {
     if (use_wgmma(fmas, cout_g, s2d_tile != 0)) {
       return {Family::kS2d, GemmTile::k128x128, wgmma_name(WgmmaKind::kS2d, s2d_tile)};
     }
+  }
+  if (few_outputs_wgmma_wins(p) && conv1d_few_outputs_wgmma_supported(p)) {
+    return {Family::kDecoderWgmma, GemmTile::k128x128, "conv1d_few_outputs_wgmma_3xtf32"};
   }
   if (p.kernel_size == 3 && p.stride == 1 && p.dilation == 1 && cin_g >= 16 && cout_g >= 32) {
     return {Family::kWinograd, GemmTile::k128x128, "conv1d_winograd_f43_ffma"};
@@ -602,6 +627,8 @@ void conv1d(const Conv1dParams& p, TensorView<const float> input, const float* w
     const Conv1dParams z = with_zeros_padding(p);
     if (c.family == Family::kWgmma) {
       launch_conv1d_wgmma(z, input, weight, bias, output, s, c.name);
+    } else if (c.family == Family::kDecoderWgmma) {
+      launch_conv1d_few_outputs_wgmma(z, input, weight, bias, output, s, c.name);
     } else {
       launch_conv1d_gemm_v2(z, input, weight, bias, output, s, c.tile, c.name);
     }
@@ -633,11 +660,13 @@ void conv1d(const Conv1dParams& p, TensorView<const float> input, const float* w
     case Family::kDepthwise:
       launch_conv1d_depthwise(p, input, weight, bias, output, s, c.name);
       break;
+    case Family::kDecoderWgmma:
+      launch_conv1d_few_outputs_wgmma(p, input, weight, bias, output, s, c.name);
+      break;
     case Family::kDirect:
     case Family::kNarrow:
     case Family::kSplitK:
     case Family::kDecoder:
-    case Family::kDecoderWgmma:
     case Family::kD2s:
       launch_conv1d_direct(p, input, weight, bias, output, s, c.name);
       break;
