@@ -1454,6 +1454,9 @@ TEST_CASE("cuda: tensor-core decoders against the float64 oracle") {
     // ... and HiFi-GAN's conv_post, on one second of 24 kHz audio.
     const Conv1d post({.in_channels = 32, .out_channels = 1, .kernel_size = 7, .padding = 3});
     CHECK(std::string(kernel_of(post, Shape{1, 32, 24000})) == "conv1d_few_outputs_wgmma_3xtf32");
+    // Eight inputs per group would leave 7/8 of its 64-channel reduction padding.
+    const Conv1d eight({.in_channels = 8, .out_channels = 1, .kernel_size = 7, .padding = 3});
+    CHECK(std::string(kernel_of(eight, Shape{8, 8, 131072})) == "conv1d_direct_coalesced");
   }
 }
 

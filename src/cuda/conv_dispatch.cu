@@ -36,7 +36,7 @@
 //                                  -> conv1d_s2d_wgmma_ss_3xtf32_{128x128,64x256},
 //                                     conv1d_s2d_wgmma_3xtf32_128x64
 //   compute capability 9.0, stride 1, dilation 1, pad_left <= K - 1, out/groups x K <= 32
-//   (out/groups < 32), in/groups >= 8, a group's weights fit shared memory (the tensor-core
+//   (out/groups < 32), in/groups >= 16, a group's weights fit shared memory (the tensor-core
 //   decoder below, taps reversed)
 //                                  -> conv1d_few_outputs_wgmma_3xtf32
 //                                     (CONVBANK_CUDA_DECODER_WGMMA=0: off)
@@ -219,15 +219,17 @@ bool decoder_wgmma_wins(const ConvTranspose1dParams& p) {
 }
 
 // Stride-1 Conv1d layers of few outputs (a vocoder's last layer, 32 -> 1, K 7) on the same
-// tensor-core decoder kernel wherever it applies: it measured faster than
-// conv1d_direct_coalesced from 4096-frame rows at batch 1 up (H200, log step 84 in
-// docs/performance.md, ms): 8 x 32 -> 1 on 131072 frames 0.105 vs 0.243, 64 -> 1 0.125 vs
-// 0.476, 32 -> 4 0.108 vs 0.426, 512 -> 1, K 1 0.195 vs 0.852, 1 x 32 -> 1 on 4096 frames
-// 0.012 vs 0.078. Shorter rows of little work take conv1d_direct_flat first.
-// CONVBANK_CUDA_DECODER_WGMMA=0 turns it off too.
+// tensor-core decoder kernel where they have at least 16 inputs per group. Its reduction runs
+// in whole groups of 64 channels, so 8 inputs per group leave 7/8 of its work padding. On the
+// H200 (log step 84 in docs/performance.md, ms, against conv1d_direct_coalesced): 8 x 32 -> 1
+// on 131072 frames 0.105 vs 0.243, 64 -> 1 0.125 vs 0.476, 32 -> 4 0.108 vs 0.426, 512 -> 1,
+// K 1 0.195 vs 0.852, 16 -> 2, K 15 0.091 vs 0.234, 1 x 32 -> 1 on 2048 frames 0.012 vs 0.080;
+// but 8 -> 1 0.094 vs 0.068 and 8 groups of 8 -> 1 0.406 vs 0.220. Shorter rows of little work
+// take conv1d_direct_flat first. CONVBANK_CUDA_DECODER_WGMMA=0 turns it off too.
 bool few_outputs_wgmma_wins(const Conv1dParams& p) {
   if (decoder_wgmma_off() || p.out_channels / p.groups >= 32) return false;
-  return policy_forces().value_or(true);
+  if (const auto forced = policy_forces()) return *forced;
+  return p.in_channels / p.groups >= 16;
 }
 
 // Tensor-core kernel names: the register-fragment kernel (128 frames x 64 channels, ss_tile 0)
