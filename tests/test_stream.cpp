@@ -18,6 +18,7 @@
 #include "convbank/runtime.hpp"
 #include "convbank/stream.hpp"
 #include "convbank/tensor.hpp"
+#include "core/backend.hpp"
 #include "cpu/workspace.hpp"
 #include "stream_helpers.hpp"
 
@@ -73,9 +74,20 @@ std::shared_ptr<ConvTranspose1d> make_transpose(const ConvTranspose1dOptions& o,
   return layer;
 }
 
-template <class Options>
-bool direct_shape(const Options& o) {
+// The layers whose CPU path is the direct formula: streamed outputs must equal the offline ones
+// bit for bit there.
+bool direct_shape(const ConvTranspose1dOptions& o) {
   return o.in_channels / o.groups <= 2 && o.out_channels / o.groups <= 2;
+}
+bool direct_shape(const Conv1dOptions& o) {
+  convbank::detail::Conv1dParams p;
+  p.in_channels = o.in_channels;
+  p.out_channels = o.out_channels;
+  p.groups = o.groups;
+  p.stride = o.stride;
+  p.kernel_size = o.kernel_size;
+  p.dilation = o.dilation;
+  return convbank::detail::cpu::conv1d_is_direct(p);
 }
 
 std::string describe(const Conv1dOptions& o) {
@@ -202,6 +214,32 @@ TEST_CASE("stream: Conv1d equals offline forward over random chunks and layer ar
                              << " (of which bit-exact anyway: " << tally.gemm_bit_exact << ")");
   CHECK(tally.bit_exact_required > 50);
   CHECK(tally.gemm > 20);
+}
+
+// Layers of few outputs and many inputs per group (a vocoder's last layer): the direct path sums
+// chunks of channels from zero before adding them up (kDirectChainTerms), the same order in
+// every path, so streamed chunks cut anywhere still equal the offline call bit for bit.
+TEST_CASE("stream: Conv1d of few outputs and deep reductions equals offline forward") {
+  std::mt19937_64 rng(84);
+  Tally tally;
+  const Conv1dOptions layers[] = {
+      {.in_channels = 32, .out_channels = 1, .kernel_size = 7, .padding = 3},
+      {.in_channels = 64, .out_channels = 2, .kernel_size = 7, .padding = Padding::same()},
+      {.in_channels = 96, .out_channels = 4, .kernel_size = 16, .padding = 2, .dilation = 2},
+      {.in_channels = 2 * 40, .out_channels = 2 * 3, .kernel_size = 31, .padding = 15, .groups = 2},
+  };
+  for (const auto& o : layers) {
+    CAPTURE(describe(o));
+    const auto layer = make_conv(o, rng);
+    for (const std::int64_t max_frames : {1, 7, 64, 333}) {
+      CAPTURE(max_frames);
+      check_stream_against_offline<Conv1d, Conv1dStream>(layer, 2, 1000, max_frames,
+                                                         direct_shape(o), rng, tally);
+    }
+  }
+  MESSAGE("few-output Conv1d configs: " << tally.configs
+                                        << ", bit-exact required: " << tally.bit_exact_required);
+  CHECK(tally.configs == 16);
 }
 
 TEST_CASE("stream: ConvTranspose1d equals offline forward over random chunks and layer arguments") {

@@ -47,6 +47,10 @@ void conv1d(const Conv1dParams& p, TensorView<const float> input, const float* w
             const float* bias, TensorView<float> output);
 void conv_transpose1d(const ConvTranspose1dParams& p, TensorView<const float> input,
                       const float* weight, const float* bias, TensorView<float> output);
+// True where conv1d() runs the direct formula (depthwise layers, and stride-1 layers of few
+// outputs per group where the build has AVX-512): its outputs do not depend on how a call is
+// cut into pieces or stream chunks, bit for bit. Only channels, groups and stride matter.
+bool conv1d_is_direct(const Conv1dParams& p);
 void set_num_threads(int threads);
 int num_threads();
 const char* description();
