@@ -326,15 +326,12 @@ void conv1d_direct(const Conv1dParams& p, TensorView<const float> x, std::int64_
   std::vector<std::vector<float>> scratch(streaming && !from_registers ? threads_for(rows * blocks)
                                                                        : 0);
   for (auto& s : scratch) s.resize(static_cast<std::size_t>(kDirectBlockFrames));
-  // Tasks run in (batch, block, output channel) order: a thread's consecutive tasks are the
-  // output channels of one block, which read the same input block from its cache (a 64 -> 2
-  // layer read its 32 MB input twice from memory in row order).
   parallel_for(rows * blocks, [&](std::int64_t task, int thread) {
-    const std::int64_t b = task / (blocks * p.out_channels);
-    const std::int64_t rest = task % (blocks * p.out_channels);
-    const std::int64_t t0 = rest / p.out_channels * kDirectBlockFrames;
+    const std::int64_t row = task / blocks;
+    const std::int64_t t0 = (task % blocks) * kDirectBlockFrames;
     const std::int64_t t1 = std::min(p.out_frames, t0 + kDirectBlockFrames);
-    const std::int64_t o = rest % p.out_channels;
+    const std::int64_t b = row / p.out_channels;
+    const std::int64_t o = row % p.out_channels;
     if (!streaming) {
       conv1d_direct_row(p, x, pad_left, weight, bias, b, o, t0, t1, out.channel(b, o) + t0);
       return;
