@@ -1763,6 +1763,11 @@ void for_each_kernel_family(Run&& run) {
         .in_channels = 40, .out_channels = 2, .kernel_size = 8, .stride = 4, .padding = 2};
     run(o, 100, 300);
   }
+  {  // ... 160 input channels: two warpgroups per block
+    const ConvTranspose1dOptions o{
+        .in_channels = 160, .out_channels = 2, .kernel_size = 8, .stride = 4, .padding = 2};
+    run(o, 100, 300);
+  }
   {  // ... and a stride-1 Conv1d of one output on it, taps reversed (a vocoder's last layer)
     const Conv1dOptions o{.in_channels = 32, .out_channels = 1, .kernel_size = 7, .padding = 3};
     run(o, 100, 300);

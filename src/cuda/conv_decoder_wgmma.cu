@@ -12,8 +12,8 @@
 // Every column is a real tap, so a non-finite input never meets a zero weight it would not
 // meet in PyTorch's formula (padding taps up to a multiple of s would: Inf x 0).
 //
-// One warpgroup per block; a tile is 128 rows of P (two m64 wgmma tiles) over the whole
-// reduction:
+// A tile is 128 rows of P (two m64 wgmma tiles) over the whole reduction, computed by one
+// warpgroup, or by two of one m64 tile each where the reduction is long (launch_cols()):
 //   A (activations) is loaded from global memory straight into the thread's fragment
 //     registers. Fragment row g + 8h of warp w's 16 in m-tile m is frame 32w + 16m + 8h + g
 //     (any row permutation works: the accumulators carry the same one), so each 4-byte load
@@ -21,8 +21,9 @@
 //     rows of any length and alignment. Loads run kAhead reduction steps ahead of the split.
 //     Too few of these loads are in flight, and that bounds the kernel (log step 83 in
 //     docs/performance.md: 0.211 ms of dec_tasnet's 0.216 without the wgmmas; the same load
-//     pattern alone reads it in 0.201 ms with 12 warps per multiprocessor, as here, and in 0.137
-//     with 32).
+//     pattern alone reads it in 0.201 ms with 12 warps per multiprocessor, as one warpgroup per
+//     block runs, and in 0.137 with 32). Two warpgroups per block run up to 24 warps (16 at 32
+//     columns), 8 steps ahead (log step 85).
 //   B (weights) is split once per block and group into K-major big/small planes that stay in
 //     shared memory for the whole reduction (plane_offset's layout).
 //   The tensor cores accumulate kSumSteps steps (64 channels) from zero, then fp32 registers
@@ -50,7 +51,6 @@ namespace convbank::detail::cuda {
 
 namespace {
 
-constexpr int kThreads = 128;         // one warpgroup
 constexpr int kRows = 128;            // rows (input frames) of P per tile
 constexpr int kMaxCols = 32;          // columns (out/groups x K) of the widest instantiation
 constexpr int kMaxSmem = 113 * 1024;  // at least two blocks per multiprocessor
@@ -110,11 +110,19 @@ __device__ __forceinline__ void wgmma_rs(float (&d)[16], const std::uint32_t (&a
 
 #endif  // __CUDA_ARCH_FEAT_SM90_ALL
 
-template <int kN>
-__global__ void __launch_bounds__(kThreads, kN == 16 ? 3 : 2)
+// kWG warpgroups per block, each owning kM = 2 / kWG m64 tiles of the 128 rows. Two warpgroups
+// of one tile each hold half the registers per thread, so twice the warps (and the loads they
+// keep in flight) fit a multiprocessor; the block's barriers and epilogue then cost more per
+// tile, which long reductions amortize and short ones do not (launch() picks).
+template <int kN, int kWG>
+__global__ void __launch_bounds__(128 * kWG, kN == 16 ? 3 : 2)
     conv_transpose1d_decoder_wgmma_kernel(DecArgs a) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  constexpr int kAhead = 4;     // reduction steps whose loads are in flight ahead of the split
+  constexpr int kThreads = 128 * kWG;
+  constexpr int kM = 2 / kWG;  // m64 tiles per warpgroup
+  // Reduction steps whose loads are in flight ahead of the split: 8 steps with one m64 tile
+  // per warpgroup (4 values per step and thread), 4 with two (8 steps spilled at 3 blocks).
+  constexpr int kAhead = kM == 1 ? 8 : 4;
   constexpr int kSumSteps = 8;  // steps (8 channels each) the tensor cores sum before fp32 does
   constexpr int kAcc = kN / 2;  // accumulator registers per m64 tile
   constexpr int kPitch = kN + 1;
@@ -123,7 +131,8 @@ __global__ void __launch_bounds__(kThreads, kN == 16 ? 3 : 2)
   float* const ptile = smem + 2 * plane;
   const std::uint32_t big_addr = smem_addr(smem), small_addr = big_addr + plane * 4;
   const int tid = threadIdx.x, lane = tid & 31, q = lane & 3;
-  const int f0 = 32 * (tid >> 5) + (lane >> 2);  // this thread's frames: f0 + 16 m + 8 h
+  // This thread's frames f0 + 16 m + 8 h: its warp's 16 x kM rows of its warpgroup's tiles.
+  const int f0 = 64 * kM * (tid >> 7) + 16 * kM * ((tid >> 5) & 3) + (lane >> 2);
   const int cols = a.cout_g * a.K;
 
   std::int64_t staged = -1;  // the group whose weights are in the planes
@@ -152,9 +161,9 @@ __global__ void __launch_bounds__(kThreads, kN == 16 ? 3 : 2)
     const std::int64_t qb = first - (a.taps - 1);  // input frame of P's row 0
     const float* xg = a.x + b * a.x_bs + gr * a.cin_g * a.x_cs;
     const float* xf = xg + (qb + f0);  // frame f0 of channel 0 (maybe outside the row)
-    bool in[2][2];
+    bool in[kM][2];
 #pragma unroll
-    for (int m = 0; m < 2; ++m) {
+    for (int m = 0; m < kM; ++m) {
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         const std::int64_t t = qb + f0 + 16 * m + 8 * h;
@@ -165,7 +174,7 @@ __global__ void __launch_bounds__(kThreads, kN == 16 ? 3 : 2)
     // read as zeros (the reduction runs in whole groups of kSumSteps steps).
     const float* xq = xf + q * a.x_cs;
     const std::int64_t step_stride = 8 * a.x_cs, half_stride = 4 * a.x_cs;
-    auto load = [&](float(&v)[2][2][2], int st) {
+    auto load = [&](float(&v)[2][kM][2], int st) {
       const float* p = xq + st * step_stride;
       // The empty asm keeps the loads where they stand: hoisted to the top of the unrolled
       // group they would hold 8 steps of values (211 registers and spills at 3 blocks).
@@ -174,7 +183,7 @@ __global__ void __launch_bounds__(kThreads, kN == 16 ? 3 : 2)
       for (int c = 0; c < 2; ++c) {
         const bool ch = 8 * st + q + 4 * c < a.cin_g;
 #pragma unroll
-        for (int m = 0; m < 2; ++m) {
+        for (int m = 0; m < kM; ++m) {
 #pragma unroll
           for (int h = 0; h < 2; ++h) {
             v[c][m][h] = ch && in[m][h] ? __ldg(p + c * half_stride + 16 * m + 8 * h) : 0.0f;
@@ -183,26 +192,26 @@ __global__ void __launch_bounds__(kThreads, kN == 16 ? 3 : 2)
       }
     };
 
-    float raw[kAhead][2][2][2];
+    float raw[kAhead][2][kM][2];
 #pragma unroll
     for (int u = 0; u < kAhead; ++u) load(raw[u], u);
-    float acc[2][kAcc], sum[2][kAcc];
+    float acc[kM][kAcc], sum[kM][kAcc];
 #pragma unroll
-    for (int m = 0; m < 2; ++m) {
+    for (int m = 0; m < kM; ++m) {
 #pragma unroll
       for (int i = 0; i < kAcc; ++i) sum[m][i] = 0.0f;
     }
-    std::uint32_t hi[2][2][4], lo[2][2][4];  // [step parity][m][fragment register]
+    std::uint32_t hi[2][kM][4], lo[2][kM][4];  // [step parity][m][fragment register]
     // One group of kSumSteps steps per iteration, unrolled and ended by a full wait: no wgmma is
     // in flight across a branch or the loop's back edge (ptxas would wait there itself).
     for (int st0 = 0; st0 < a.steps; st0 += kSumSteps) {
 #pragma unroll
       for (int u = 0; u < kSumSteps; ++u) {
         const int st = st0 + u, bb = u & 1;
-        float(&rv)[2][2][2] = raw[u % kAhead];
+        float(&rv)[2][kM][2] = raw[u % kAhead];
         // Fragment register i: row g (+8 for odd i), column q (+4 for i >= 2).
 #pragma unroll
-        for (int m = 0; m < 2; ++m) {
+        for (int m = 0; m < kM; ++m) {
 #pragma unroll
           for (int i = 0; i < 4; ++i) split_tf32(rv[i >> 1][m][i & 1], hi[bb][m][i], lo[bb][m][i]);
         }
@@ -212,7 +221,7 @@ __global__ void __launch_bounds__(kThreads, kN == 16 ? 3 : 2)
         const std::uint64_t ds = b_desc(small_addr + step_bytes);
         wgmma_fence();
 #pragma unroll
-        for (int m = 0; m < 2; ++m) {
+        for (int m = 0; m < kM; ++m) {
           wgmma_rs(acc[m], lo[bb][m], db, u != 0);
           wgmma_rs(acc[m], hi[bb][m], ds, 1);
           wgmma_rs(acc[m], hi[bb][m], db, 1);
@@ -226,10 +235,10 @@ __global__ void __launch_bounds__(kThreads, kN == 16 ? 3 : 2)
       wgmma_wait<0>();
       pin_operands(hi[0], lo[0]);
       pin_operands(hi[1], lo[1]);
-      fence_operands(acc[0]);
-      fence_operands(acc[1]);
 #pragma unroll
-      for (int m = 0; m < 2; ++m) {
+      for (int m = 0; m < kM; ++m) fence_operands(acc[m]);
+#pragma unroll
+      for (int m = 0; m < kM; ++m) {
 #pragma unroll
         for (int i = 0; i < kAcc; ++i) sum[m][i] += acc[m][i];
       }
@@ -239,7 +248,7 @@ __global__ void __launch_bounds__(kThreads, kN == 16 ? 3 : 2)
     // so a finite P is a finite input (checking P, not each split, saves about 50 registers).
     bool ok = true;
 #pragma unroll
-    for (int m = 0; m < 2; ++m) {
+    for (int m = 0; m < kM; ++m) {
 #pragma unroll
       for (int i = 0; i < kAcc; ++i) ok &= isfinite(sum[m][i]);
     }
@@ -248,7 +257,7 @@ __global__ void __launch_bounds__(kThreads, kN == 16 ? 3 : 2)
     const bool bad = __syncthreads_or(!ok) != 0 || w_bad;
     if (!bad) {
 #pragma unroll
-      for (int m = 0; m < 2; ++m) {
+      for (int m = 0; m < kM; ++m) {
 #pragma unroll
         for (int j = 0; j < kN / 8; ++j) {
 #pragma unroll
@@ -338,11 +347,11 @@ int steps_of(const DecLayer& l) {
   return static_cast<int>((l.cin_g + 63) / 64 * 8);
 }
 
-template <int kN>
+template <int kN, int kWG>
 bool kernel_ready() {
   static const bool ok = [] {
     const bool set =
-        cudaFuncSetAttribute(conv_transpose1d_decoder_wgmma_kernel<kN>,
+        cudaFuncSetAttribute(conv_transpose1d_decoder_wgmma_kernel<kN, kWG>,
                              cudaFuncAttributeMaxDynamicSharedMemorySize, kMaxSmem) == cudaSuccess;
     if (!set) cudaGetLastError();
     return set;
@@ -350,25 +359,47 @@ bool kernel_ready() {
   return ok;
 }
 
+template <int kN>
+bool kernels_ready() {
+  return kernel_ready<kN, 1>() && kernel_ready<kN, 2>();
+}
+
 bool supported(const DecLayer& l) {
   if (l.dilation != 1 || l.stride < 1 || l.K % l.stride != 0 || l.pad < 0) return false;
   if (l.K / l.stride > 32 || l.cout_g * l.K > kMaxCols || l.cin_g < 8) return false;
   const int n = padded_cols(l);
   if (smem_bytes(steps_of(l), n) > kMaxSmem) return false;
-  return wgmma_available() && (n == 16 ? kernel_ready<16>() : kernel_ready<32>());
+  return wgmma_available() && (n == 16 ? kernels_ready<16>() : kernels_ready<32>());
 }
 
-template <int kN>
+template <int kN, int kWG>
 void launch_with(const DecArgs& a, std::size_t smem, cudaStream_t stream) {
+  constexpr int kThreads = 128 * kWG;
   int per_sm = 0;
   if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-          &per_sm, conv_transpose1d_decoder_wgmma_kernel<kN>, kThreads, smem) != cudaSuccess) {
+          &per_sm, conv_transpose1d_decoder_wgmma_kernel<kN, kWG>, kThreads, smem) != cudaSuccess) {
     cudaGetLastError();
     per_sm = 1;
   }
   const std::int64_t resident = std::int64_t{std::max(per_sm, 1)} * num_sms();
-  conv_transpose1d_decoder_wgmma_kernel<kN>
+  conv_transpose1d_decoder_wgmma_kernel<kN, kWG>
       <<<grid_dim(std::min(a.tiles, resident), kMaxGridX), kThreads, smem, stream>>>(a);
+}
+
+// Two warpgroups per block from 128 input channels per group (16 steps) up: on the H200 (log
+// step 85 in docs/performance.md, ms, two warpgroups vs one) 256 -> 1, K 20, s 10 0.104 vs
+// 0.154, 256 -> 4, K 8, s 4 0.137 vs 0.190, 8 x 256 -> 1 on 40000 frames 0.118 vs 0.141, 512
+// -> 1, K 16, s 8 0.224 vs 0.227; but 32 -> 1, K 7 (Conv1d, 8 steps, half of them padding)
+// 0.122 vs 0.104 and 64 -> 1 0.134 vs 0.126. CONVBANK_CUDA_DECODER_WARPGROUPS=1|2 forces one
+// (A/B runs; read once).
+template <int kN>
+void launch_cols(const DecArgs& a, std::size_t smem, cudaStream_t stream) {
+  static const int forced = env_int("CONVBANK_CUDA_DECODER_WARPGROUPS");
+  if (forced == 2 || (forced != 1 && a.steps >= 16)) {
+    launch_with<kN, 2>(a, smem, stream);
+  } else {
+    launch_with<kN, 1>(a, smem, stream);
+  }
 }
 
 // a's views and weight strides are set; the rest comes from the layer.
@@ -393,9 +424,9 @@ void launch(DecArgs a, const DecLayer& l, cudaStream_t stream, const char* name,
   const int n = padded_cols(l);
   const std::size_t smem = smem_bytes(a.steps, n);
   if (n == 16) {
-    launch_with<16>(a, smem, stream);
+    launch_cols<16>(a, smem, stream);
   } else {
-    launch_with<32>(a, smem, stream);
+    launch_cols<32>(a, smem, stream);
   }
   check_launch(name, shape);
 }

@@ -70,9 +70,10 @@ __device__ __forceinline__ std::uint64_t b_desc(std::uint32_t addr) {
 
 // wgmma reads its A registers asynchronously and the compiler does not know: an empty asm that
 // "modifies" them after the wait keeps them from being reused before.
-__device__ __forceinline__ void pin_operands(std::uint32_t (&hi)[2][4], std::uint32_t (&lo)[2][4]) {
+template <int M>
+__device__ __forceinline__ void pin_operands(std::uint32_t (&hi)[M][4], std::uint32_t (&lo)[M][4]) {
 #pragma unroll
-  for (int m = 0; m < 2; ++m) {
+  for (int m = 0; m < M; ++m) {
 #pragma unroll
     for (int i = 0; i < 4; ++i) asm volatile("" : "+r"(hi[m][i]), "+r"(lo[m][i])::"memory");
   }
