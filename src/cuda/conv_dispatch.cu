@@ -191,6 +191,12 @@ bool s2d_first(const Conv1dParams& p) {
   return p.out_channels / p.groups * (p.kernel_size / p.stride) >= 192;
 }
 
+// CONVBANK_CUDA_DECODER_WGMMA=0: the tensor-core decoder kernel off, for both layer kinds.
+bool decoder_wgmma_off() {
+  static const bool off = env_off("CONVBANK_CUDA_DECODER_WGMMA");
+  return off;
+}
+
 // The tensor-core decoder (conv_decoder_wgmma.cu) where its 128-frame tiles fill the GPU, except
 // for the FFMA decoder's best case: one output channel per group, K <= 16, and its 1024-block
 // tiles filling their waves (two resident per multiprocessor) to 90 % or more. On the H200
@@ -198,13 +204,9 @@ bool s2d_first(const Conv1dParams& p) {
 // s 8 on 16383 frames (0.97 waves) 0.216 vs 0.202, 16384 frames 0.216 vs 0.193, 64 x 512 -> 1
 // on 4096 frames (0.97) 0.215 vs 0.204; on 20000 frames (1.18 waves) 0.254 vs 0.303, 8 x 256 ->
 // 1 on 40000 frames (1.18) 0.137 vs 0.156; 512 -> 2, K 8, s 4 0.215 vs 0.251; 256 -> 1, K 20,
-// s 10 0.132 vs 0.178. CONVBANK_CUDA_DECODER_WGMMA=0 turns it off (read once);
+// s 10 0.132 vs 0.178 (two warpgroups per block since log step 85: dec_tasnet 0.222 vs 0.203,
+// K 20 0.105). CONVBANK_CUDA_DECODER_WGMMA=0 turns it off (read once);
 // CONVBANK_CUDA_WGMMA=1 takes it wherever it applies, =0 never.
-bool decoder_wgmma_off() {
-  static const bool off = env_off("CONVBANK_CUDA_DECODER_WGMMA");
-  return off;
-}
-
 bool decoder_wgmma_wins(const ConvTranspose1dParams& p) {
   if (decoder_wgmma_off()) return false;
   if (const auto forced = policy_forces()) return *forced;
