@@ -1012,7 +1012,7 @@ bool direct_shape(std::int64_t in_channels, std::int64_t out_channels, std::int6
 
 // Conv1d adds stride-1 layers of few outputs per group (a vocoder's last layer, 32 -> 1, K 7):
 // im2col and a GEMM of 1-4 rows run far below the FMA rate there, and the direct formula sums
-// four 16-frame vectors per output in registers (conv1d_direct_row). Measured on one core of the
+// eight 16-frame vectors per output in registers (conv1d_direct_row). Measured on one core of the
 // development machine: see docs/performance.md, "Conv1d layers of few outputs".
 bool conv1d_direct_shape(const Conv1dParams& p) {
   if (direct_shape(p.in_channels, p.out_channels, p.groups)) return true;

@@ -15,15 +15,15 @@
 // A tile is 128 rows of P (two m64 wgmma tiles) over the whole reduction, computed by one
 // warpgroup, or by two of one m64 tile each where the reduction is long (launch_cols()):
 //   A (activations) is loaded from global memory straight into the thread's fragment
-//     registers. Fragment row g + 8h of warp w's 16 in m-tile m is frame 32w + 16m + 8h + g
-//     (any row permutation works: the accumulators carry the same one), so each 4-byte load
-//     instruction reads 8 consecutive frames of 4 channels (a 32-byte run per channel), for
-//     rows of any length and alignment. Loads run kAhead reduction steps ahead of the split.
-//     Too few of these loads are in flight, and that bounds the kernel (log step 83 in
-//     docs/performance.md: 0.211 ms of dec_tasnet's 0.216 without the wgmmas; the same load
-//     pattern alone reads it in 0.201 ms with 12 warps per multiprocessor, as one warpgroup per
-//     block runs, and in 0.137 with 32). Two warpgroups per block run up to 24 warps (16 at 32
-//     columns), 8 steps ahead (log step 85).
+//     registers. Fragment row g + 8h of warp w's 16 in m-tile m of its warpgroup's kM is frame
+//     64 kM wg + 16 kM w + 16m + 8h + g (any row permutation works: the accumulators carry the
+//     same one), so each 4-byte load instruction reads 8 consecutive frames of 4 channels (a
+//     32-byte run per channel), for rows of any length and alignment. Loads run kAhead reduction
+//     steps ahead of the split. Too few of these loads are in flight, and that bounds the kernel
+//     (log step 83 in docs/performance.md: 0.211 ms of dec_tasnet's 0.216 without the wgmmas; the
+//     same load pattern alone reads it in 0.201 ms with 12 warps per multiprocessor, as one
+//     warpgroup per block runs, and in 0.137 with 32). Two warpgroups per block run up to 24 warps
+//     (16 at 32 columns), 8 steps ahead (log step 85).
 //   B (weights) is split once per block and group into K-major big/small planes that stay in
 //     shared memory for the whole reduction (plane_offset's layout).
 //   The tensor cores accumulate kSumSteps steps (64 channels) from zero, then fp32 registers
@@ -43,7 +43,7 @@
 #include <algorithm>
 
 #include "cuda/conv_common.cuh"
-#include "cuda/cp_async.cuh"
+#include "cuda/cp_async.cuh"  // smem_addr
 #include "cuda/dispatch.hpp"
 #include "cuda/wgmma.cuh"
 
@@ -113,7 +113,7 @@ __device__ __forceinline__ void wgmma_rs(float (&d)[16], const std::uint32_t (&a
 // kWG warpgroups per block, each owning kM = 2 / kWG m64 tiles of the 128 rows. Two warpgroups
 // of one tile each hold half the registers per thread, so twice the warps (and the loads they
 // keep in flight) fit a multiprocessor; the block's barriers and epilogue then cost more per
-// tile, which long reductions amortize and short ones do not (launch() picks).
+// tile, which long reductions amortize and short ones do not (launch_cols() picks).
 template <int kN, int kWG>
 __global__ void __launch_bounds__(128 * kWG, kN == 16 ? 3 : 2)
     conv_transpose1d_decoder_wgmma_kernel(DecArgs a) {
