@@ -34,6 +34,7 @@ LAYERS=(
   "K 5, dilation 101|conv1d|8,128,128,32768,5,1,202,101,1|zeros"
   "K 7, dilation 32|conv1d|8,128,128,32768,7,1,96,32,1|zeros"
   "K 4, dilation 200|conv1d|8,128,128,32768,4,1,300,200,1|zeros"
+  "K 5, dilation 200|conv1d|8,128,128,32768,5,1,400,200,1|zeros"
   "K 3, dilation 250|conv1d|16,128,128,32768,3,1,250,250,1|zeros"
   "K 3, dilation 243, odd rows|conv1d|16,128,128,32767,3,1,243,243,1|zeros"
   "K 3, dilation 1001|conv1d|16,128,128,65536,3,1,1001,1001,1|zeros"
@@ -54,6 +55,7 @@ LAYERS=(
   "Whisper-like conv2, K 3 stride 2, batch 8|conv1d|8,512,512,3000,3,2,1,1,1|zeros"
   "FIR bank 1 -> 64, K 512, stride 1|conv1d|4,1,64,131072,512,1,256,1,1|zeros"
   "depthwise FIR, K 129|conv1d|8,64,64,65536,129,1,64,1,64|zeros"
+  "K 15, 64 channels|conv1d|8,64,64,65536,15,1,7,1,1|zeros"
   "K 31, 64 channels|conv1d|8,64,64,65536,31,1,15,1,1|zeros"
   "ConvTranspose1d K 3 stride 2|conv-transpose1d|8,256,128,16384,3,2,1,1,1|zeros"
 )

@@ -906,6 +906,61 @@ TEST_CASE("cuda: long kernels and wide spans on the 64-row tensor-core tile agai
   }
 }
 
+// Layers whose three stages exceed the shared memory even at 8 channels per chunk run the
+// tensor-core kernel with two: K >= 4 at large dilations (windows per tap on the 128-row tile,
+// contiguous rows on the 64-row tile), a dilation that is not a multiple of 4 (windows as
+// 16-byte pieces), ConvTranspose1d, and 14-16 taps (summed every 8 steps), odd rows in a
+// strided view. In the compute-sanitizer subset: the two-stage ring's barriers and parities.
+TEST_CASE("cuda:sanitize two-stage tensor-core kernel against the float64 oracle") {
+  CUDA_OR_SKIP();
+  namespace cc = convbank::detail::cuda;
+  const PolicyScope policy(cc::WgmmaPolicy::kAlways);
+  GridStats stats;
+  std::uint64_t seed = 2718;
+  using C = Conv1dOptions;
+  using T = ConvTranspose1dOptions;
+  const cc::SsInputCopies before = cc::ss_input_copies();
+  run_config<Conv1d, C>(
+      {.in_channels = 32, .out_channels = 128, .kernel_size = 4, .padding = 300, .dilation = 200},
+      2, 3000, false, seed++, stats);
+  run_config<Conv1d, C>(
+      {.in_channels = 24, .out_channels = 48, .kernel_size = 4, .padding = 300, .dilation = 200}, 2,
+      2001, true, seed++, stats);
+  run_config<Conv1d, C>(
+      {.in_channels = 32, .out_channels = 128, .kernel_size = 4, .padding = 450, .dilation = 301},
+      1, 2500, false, seed++, stats);
+  run_config<ConvTranspose1d, T>({.in_channels = 40,
+                                  .out_channels = 128,
+                                  .kernel_size = 5,
+                                  .stride = 1,
+                                  .padding = 300,
+                                  .dilation = 150},
+                                 2, 2001, false, seed++, stats);
+  run_config<Conv1d, C>({.in_channels = 16, .out_channels = 64, .kernel_size = 15, .padding = 7}, 2,
+                        3000, false, seed++, stats);
+  run_config<Conv1d, C>({.in_channels = 48,
+                         .out_channels = 80,
+                         .kernel_size = 16,
+                         .padding = 22,
+                         .dilation = 3,
+                         .bias = false},
+                        1, 2999, true, seed++, stats);
+  run_config<ConvTranspose1d, T>(
+      {.in_channels = 32, .out_channels = 64, .kernel_size = 16, .stride = 1, .padding = 8}, 2,
+      1500, false, seed++, stats);
+  const cc::SsInputCopies after = cc::ss_input_copies();
+  MESSAGE("two stages: ", stats.runs, " configs, worst ", stats.worst, " at ", stats.worst_config,
+          "; kernels: ", join(stats.kernels), "; two-stage launches ",
+          after.two_stages - before.two_stages);
+  CHECK(stats.runs == 7);
+  if (cc::wgmma_available()) {
+    for (const std::string& k : stats.kernels) {
+      CHECK_MESSAGE(k.find("_wgmma_ss_3xtf32_") != std::string::npos, k);
+    }
+    CHECK(after.two_stages - before.two_stages == 7);
+  }
+}
+
 // ---- full-size workloads, checked on slices against float64 --------------------------------
 
 using convbank::detail::kWorkloads;  // workloads.md, GPU table

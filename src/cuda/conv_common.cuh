@@ -272,9 +272,10 @@ void launch_conv_transpose1d_wgmma(const ConvTranspose1dParams& p, TensorView<co
 // which runs the stride-1 convolutions of the wgmma launches (the Conv1d itself, space-to-depth,
 // depth-to-space); 0 where the register-fragment kernel (128 x 64) runs. The arguments are those
 // of the stride-1 convolution the launch runs; aligned: its output 0, tap 0 reads an input frame
-// that is a multiple of 4 (Conv1d: padding on the left % 4 == 0).
+// that is a multiple of 4 (Conv1d: padding on the left % 4 == 0); d2s: a depth-to-space
+// convolution (three stages only, see ss_two_stages_allowed).
 int wgmma_ss_tile(std::int64_t stride, std::int64_t taps, std::int64_t dilation,
-                  std::int64_t cout_g, bool aligned);
+                  std::int64_t cout_g, bool aligned, bool d2s = false);
 // wgmma_ss_tile() of the convolution a layer's wgmma launch runs: the Conv1d itself; the
 // ConvTranspose1d at stride 1, or its depth-to-space convolution at stride s > 1.
 int conv1d_ss_tile(const Conv1dParams& p);

@@ -17,12 +17,13 @@
 //   x'[c s + r][q] = x[c][q s + r - pad])
 //                                  -> conv1d_s2d_wgmma_ss_3xtf32_{128x128,64x256}
 //                                     (CONVBANK_CUDA_S2D=0: off)
-//   compute capability 9.0, zeros padding, K <= 8, in/groups >= 8, out/groups >= 32, at least
-//   2^24 multiply-adds; out/groups filling 64-column tiles to 3/4 unless the first kernel below
-//   takes the layer
-//                                  -> stride 1, where its stages fit (K = 1: with 32-channel
-//                                     chunks, i.e. 128-row tiles and padding on the left a
-//                                     multiple of 4):
+//   compute capability 9.0, zeros padding, K <= 8 (K <= 16 for the first kernel below),
+//   in/groups >= 8, out/groups >= 32, at least 2^24 multiply-adds; out/groups filling 64-column
+//   tiles to 3/4 unless the first kernel below takes the layer
+//                                  -> stride 1, where its stages fit (three, or two where three
+//                                     do not at 8 channels per chunk: K >= 4 at large dilations,
+//                                     14-16 taps; K = 1: with 32-channel chunks, i.e. 128-row
+//                                     tiles and padding on the left a multiple of 4):
 //                                     conv1d_wgmma_ss_3xtf32_128x128 (out/groups > 64) or
 //                                     _64x256 (both operands in shared memory)
 //                                     otherwise (strided, other K = 1):

@@ -67,7 +67,8 @@ constexpr int kWgRing = kWgAhead + 1;
 constexpr int kWgMaxTaps = 8;
 // The SS kernel's windows per tap (WgArgs::window) take any dilation up to this.
 constexpr int kSsMaxDilation = 1 << 16;
-// The SS kernel takes up to this many taps where its stages fit (13 do on 64-row tiles).
+// The SS kernel takes up to this many taps where its stages fit (13 do on 64-row tiles with
+// three stages, 16 with two).
 constexpr int kSsMaxTaps = 16;
 // Reduction steps (8 deep) the tensor cores accumulate before the fp32 running sum: a chunk of
 // more than 8 taps (8 channels each) is summed every 8 steps. The tensor cores add with
@@ -573,22 +574,22 @@ __global__ void __launch_bounds__(kWgThreads, kMinBlocks)
 // every tap reads the same planes. The weights are the A operand, split once per call by the
 // weight split kernel (kCoTile-column planes). No fragment lives in registers.
 // Three warpgroups: a producer copies the weights and the input of each job (tile, chunk of
-// input channels) into one of kSsStages stages and splits the input; two consumers issue the
-// wgmmas (3 per 8-deep step), each m64 x n128 of the block's kCoTile channels x
-// ss_block_frames() frames, and store their part of the tile. Named barriers hand the stages
-// over (full: producer -> consumers, empty: consumers -> producer): the consumers wait for
-// copies only when the producer falls more than two jobs behind. Both consumers wait on the
+// input channels) into one of kStages stages (3, or 2 where three do not fit) and splits the input;
+// two consumers issue the wgmmas (3 per 8-deep step), each m64 x n128 of the block's kCoTile
+// channels x ss_block_frames() frames, and store their part of the tile. Named barriers hand the
+// stages over (full: producer -> consumers, empty: consumers -> producer): the consumers wait for
+// copies only when the producer falls more than kStages - 1 jobs behind. Both consumers wait on the
 // same full barrier, so they start each job together.
 
 constexpr int kSsThreads = 384;  // producer warpgroup, two consumer warpgroups
-constexpr int kSsStages = 3;
+constexpr int kSsStages = 3;     // stages where they fit; 2 where only two do (ss_plan)
 constexpr int kSsWgFrames = 128;
 __host__ __device__ constexpr int ss_block_frames(int co_tile) {
   return co_tile == 128 ? kSsWgFrames : 2 * kSsWgFrames;
 }
 
-// Named barriers (0 is __syncthreads): full[s], empty[s], the producer's own, and one per
-// consumer for its non-finite vote.
+// Named barriers (0 is __syncthreads): full[s], empty[s] (ids for three stages whatever
+// kStages), the producer's own, and one per consumer for its non-finite vote.
 constexpr int kBarFull = 1, kBarEmpty = kBarFull + kSsStages, kBarProducer = kBarEmpty + kSsStages,
               kBarConsumer = kBarProducer + 1;
 __device__ __forceinline__ void bar_sync(int id, int threads) {
@@ -671,29 +672,32 @@ __device__ __forceinline__ void tensor_copy_input(std::uint32_t dst, const CUten
 // kD2s: a strided ConvTranspose1d as one depth-to-space convolution (WgArgs::d2s); a template
 // flag so that the other convolutions' epilogue is untouched. kSectors: the epilogue for output
 // rows that start off 32-byte boundaries (see there), also its own instantiation: the same code
-// behind a runtime flag made every shape's kernel 3-8 % slower (ptxas spilled).
-template <bool kTransposed, int kCoTile, bool kD2s = false, bool kSectors = false>
+// behind a runtime flag made every shape's kernel 3-8 % slower (ptxas spilled). kStages: the
+// ring of stages, 2 for layers whose three stages exceed the shared memory at 8 channels per
+// chunk (large dilations at K >= 4, 14-16 taps), where the producer then runs one job ahead.
+template <bool kTransposed, int kCoTile, bool kD2s = false, bool kSectors = false,
+          int kStages = kSsStages>
 __global__ void __launch_bounds__(kSsThreads, 1)
     conv1d_wgmma_ss_kernel(WgArgs a, const int* weights_nonfinite,
                            const __grid_constant__ CUtensorMap x_map) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   constexpr int kFrames = ss_block_frames(kCoTile);
   extern __shared__ __align__(128) float smem[];
-  const int a_stage = 2 * kCoTile * a.rt;       // floats: [big, small][kCoTile x rt]
-  const int b_plane = a.ci_chunk * a.span;      // floats: [ci_chunk / 4][span][4]
-  const int stage = a_stage + 2 * b_plane;      // weights, then the input's big and small planes
-  float* const raw = smem + kSsStages * stage;  // [2][raw_plane], the copied input
+  const int a_stage = 2 * kCoTile * a.rt;     // floats: [big, small][kCoTile x rt]
+  const int b_plane = a.ci_chunk * a.span;    // floats: [ci_chunk / 4][span][4]
+  const int stage = a_stage + 2 * b_plane;    // weights, then the input's big and small planes
+  float* const raw = smem + kStages * stage;  // [2][raw_plane], the copied input
   const int raw_plane = a.raw_plane;
   // The stages' weight barriers, after the copy buffers (8-byte aligned: every size above is
   // even), then the copy buffers' barriers (x_tma).
   const std::uint32_t wbar = smem_addr(raw + 2 * raw_plane);
-  const std::uint32_t rbar = wbar + 8 * kSsStages;
+  const std::uint32_t rbar = wbar + 8 * kStages;
   const int wg = threadIdx.x >> 7, tid = threadIdx.x & 127;
   const std::int64_t tiles = a.t_tiles * a.n_tiles;
   const std::int64_t items = a.bg_count * tiles;
   if (blockIdx.x >= items) return;
   if (threadIdx.x == 0) {
-    for (int s = 0; s < kSsStages + 2; ++s) mbar_init(wbar + 8 * s, 1);
+    for (int s = 0; s < kStages + 2; ++s) mbar_init(wbar + 8 * s, 1);
     mbar_fence_init();
   }
   __syncthreads();
@@ -727,7 +731,7 @@ __global__ void __launch_bounds__(kSsThreads, 1)
     // 168, exactly what the launch allocated (__launch_bounds__(384, 1), ptxas reports 168).
     // Asking for more than the allocation makes setmaxnreg.inc wait forever.
     asm volatile("setmaxnreg.dec.sync.aligned.u32 56;\n" ::: "memory");
-    // Producer. Job j: weights -> stage j % kSsStages (one bulk copy, which the consumers wait
+    // Producer. Job j: weights -> stage j % kStages (one bulk copy, which the consumers wait
     // for), input -> raw[j % 2] a job ahead (x_tma: one bulk tensor copy and a transaction
     // barrier per buffer; otherwise a cp.async group of 16-byte pieces), then split into the
     // stage's planes. It waited for the weights itself before (a cp.async group per job): an L2
@@ -781,8 +785,8 @@ __global__ void __launch_bounds__(kSsThreads, 1)
     std::uint32_t phases = 0;  // bit k: the parity of copy buffer k's barrier's next phase
     cp_async_commit();
     for (std::int64_t j = 0; j < jobs; ++j) {
-      const int s = static_cast<int>(j % kSsStages);
-      if (j >= kSsStages) bar_sync(kBarEmpty + s, kSsThreads);  // consumers are done with s
+      const int s = static_cast<int>(j % kStages);
+      if (j >= kStages) bar_sync(kBarEmpty + s, kSsThreads);  // consumers are done with s
       bar_sync(kBarProducer, 128);  // everyone's split of job j - 1 is done (raw slot reuse)
       float* st = smem + s * stage;
       if (c == 0) wsrc = a.planes + (t.g * a.n_tiles + t.nt) * a.nchunks * std::int64_t{a_stage};
@@ -842,8 +846,8 @@ __global__ void __launch_bounds__(kSsThreads, 1)
     cp_async_wait<0>();
     // The consumers' releases of the last stages, so that no barrier is left with arrivals
     // pending.
-    for (std::int64_t k = jobs > kSsStages ? jobs - kSsStages : 0; k < jobs; ++k)
-      bar_sync(kBarEmpty + static_cast<int>(k % kSsStages), kSsThreads);
+    for (std::int64_t k = jobs > kStages ? jobs - kStages : 0; k < jobs; ++k)
+      bar_sync(kBarEmpty + static_cast<int>(k % kStages), kSsThreads);
     return;
   }
 
@@ -862,9 +866,9 @@ __global__ void __launch_bounds__(kSsThreads, 1)
   Tile t = tile_at(item);
   int c = 0;
   for (std::int64_t j = 0; j < jobs; ++j) {
-    const int s = static_cast<int>(j % kSsStages);
+    const int s = static_cast<int>(j % kStages);
     bar_sync(kBarFull + s, kSsThreads);
-    mbar_wait(wbar + 8 * s, static_cast<std::uint32_t>(j / kSsStages) & 1);
+    mbar_wait(wbar + 8 * s, static_cast<std::uint32_t>(j / kStages) & 1);
     // Per 8-deep step (one tap, 8 channels): small*big, big*small, big*big. Descriptors hold
     // address / 16 in their low bits, so steps add offsets / 16 to them.
     const float* st = smem + s * stage;
@@ -1080,6 +1084,7 @@ void set_span(WgArgs& a, int span) {
 // barriers and running-sum passes per wgmma than 8 channels), halved while its stages (weights
 // and input planes) and the two copy buffers exceed the shared memory.
 struct SsGeometry {
+  int stages;
   int ci_chunk, span;
   int window;    // WgArgs::window
   int raw_room;  // floats per copy buffer
@@ -1090,12 +1095,13 @@ struct SsGeometry {
 // buffer where that does not halve the chunk (the quad tensor copies' alignment,
 // WgArgs::quad_stride).
 SsGeometry ss_chunk(SsGeometry g, int co_tile, int taps) {
+  const std::size_t stages = static_cast<std::size_t>(g.stages);
   for (g.ci_chunk = taps == 1 ? 32 : std::max(8, 64 / taps / 8 * 8);; g.ci_chunk /= 2) {
     const std::size_t rt = static_cast<std::size_t>(taps) * g.ci_chunk;
     const std::size_t b_plane = static_cast<std::size_t>(g.ci_chunk) * g.span;
     auto smem = [&](std::size_t raw_room) {
-      return (kSsStages * (2 * co_tile * rt + 2 * b_plane) + 2 * raw_room) * sizeof(float) +
-             (kSsStages + 2) * sizeof(std::uint64_t);
+      return (stages * (2 * co_tile * rt + 2 * b_plane) + 2 * raw_room) * sizeof(float) +
+             (stages + 2) * sizeof(std::uint64_t);
     };
     g.raw_room = g.ci_chunk * (g.span + 4);
     if (smem(g.raw_room + 128) <= kWgMaxSmem) g.raw_room += 128;
@@ -1107,8 +1113,9 @@ SsGeometry ss_chunk(SsGeometry g, int co_tile, int taps) {
 // aligned: the input frame of every tile's first output is a multiple of 4 (in_offset % 4 == 0;
 // tiles start at multiples of 128 frames), so 16-byte copies of aligned rows start exactly
 // there.
-SsGeometry ss_geometry(int co_tile, int taps, int dilation, bool aligned = false) {
+SsGeometry ss_geometry(int co_tile, int taps, int dilation, bool aligned, int stages) {
   SsGeometry g{};
+  g.stages = stages;
   // Input frames a block reads per channel, +3 (unless aligned) so that a 16-byte aligned copy
   // can start up to 3 frames early; a multiple of 4.
   const int frames = ss_block_frames(co_tile);
@@ -1128,6 +1135,23 @@ SsGeometry ss_geometry(int co_tile, int taps, int dilation, bool aligned = false
     g.window = window;
   }
   return ss_chunk(g, co_tile, taps);
+}
+
+// Two stages for the stride-1 convolutions of more than one tap whose three stages do not fit
+// at 8 channels per chunk on either tile (not for depth-to-space, whose taps are at most 8 at
+// dilation 1 and fit). CONVBANK_CUDA_SS_TWO_STAGES=0 turns them off: those layers then take the
+// register-fragment kernel or the FFMA kernels, as before (read once).
+bool ss_two_stages_allowed(int taps, bool d2s) {
+  static const bool off = env_off("CONVBANK_CUDA_SS_TWO_STAGES");
+  return !off && taps > 1 && !d2s;
+}
+
+// The geometry of a launch of the SS kernel's tile co_tile (chosen by wgmma_ss_tile): three
+// stages where they fit, else two.
+SsGeometry ss_plan(int co_tile, int taps, int dilation, bool aligned, bool d2s) {
+  const SsGeometry three = ss_geometry(co_tile, taps, dilation, aligned, kSsStages);
+  if (three.smem <= kWgMaxSmem || !ss_two_stages_allowed(taps, d2s)) return three;
+  return ss_geometry(co_tile, taps, dilation, aligned, 2);
 }
 
 // The SS geometry's `aligned` for a convolution whose output 0, tap 0 reads input frame
@@ -1158,6 +1182,8 @@ bool kernel_loaded() {
         big_smem(conv1d_wgmma_ss_kernel<kT, 128>) && big_smem(conv1d_wgmma_ss_kernel<kT, 64>) &&
         big_smem(conv1d_wgmma_ss_kernel<kT, 128, false, true>) &&
         big_smem(conv1d_wgmma_ss_kernel<kT, 64, false, true>) &&
+        big_smem(conv1d_wgmma_ss_kernel<kT, 128, false, false, 2>) &&
+        big_smem(conv1d_wgmma_ss_kernel<kT, 64, false, false, 2>) &&
         (!kT || (big_smem(conv1d_wgmma_ss_kernel<kT, 128, kT>) &&
                  big_smem(conv1d_wgmma_ss_kernel<kT, 64, kT>)));
     if (!loaded) cudaGetLastError();
@@ -1285,6 +1311,7 @@ std::atomic<std::uint64_t> g_ss_input_copies[3];
 std::atomic<std::uint64_t> g_ss_input_split[3];
 std::atomic<int> g_ss_input_max_parts;
 std::atomic<std::uint64_t> g_ss_input_windowed;  // launches with a window per tap
+std::atomic<std::uint64_t> g_ss_two_stages;      // launches with two stages
 
 // The input's tensor map for the SS kernel's bulk tensor copies and how it is used
 // (WgArgs::x_tma, quad_stride): kTmaRows where rows are 16-byte aligned, kTmaQuads where
@@ -1402,7 +1429,7 @@ template <bool kT, bool kD2s = false>
 void launch_ss(WgArgs a, int co_tile, cudaStream_t stream, const char* name,
                const LaunchShape& shape) {
   set_alignment(a);
-  const SsGeometry geo = ss_geometry(co_tile, a.taps, a.dilation, ss_aligned(a.in_offset));
+  const SsGeometry geo = ss_plan(co_tile, a.taps, a.dilation, ss_aligned(a.in_offset), kD2s);
   a.cols = co_tile;
   a.ci_chunk = geo.ci_chunk;
   a.rt = a.taps * a.ci_chunk;
@@ -1439,7 +1466,20 @@ void launch_ss(WgArgs a, int co_tile, cudaStream_t stream, const char* name,
   const bool sectors =
       !kD2s && !sectors_off &&
       !(reinterpret_cast<std::uintptr_t>(a.y) % 32 == 0 && a.y_cs % 8 == 0 && a.y_bs % 8 == 0);
-  if (sectors) {
+  if (geo.stages != kSsStages) {
+    // Two stages: stride 1 only (ss_two_stages_allowed), with the plain epilogue (the sector
+    // stores are not worth two more instantiations for these layers).
+    if constexpr (!kD2s) {
+      if (co_tile == 128) {
+        conv1d_wgmma_ss_kernel<kT, 128, false, false, 2>
+            <<<grid, kSsThreads, geo.smem, stream>>>(a, flag, x_map);
+      } else {
+        conv1d_wgmma_ss_kernel<kT, 64, false, false, 2>
+            <<<grid, kSsThreads, geo.smem, stream>>>(a, flag, x_map);
+      }
+      g_ss_two_stages.fetch_add(1, std::memory_order_relaxed);
+    }
+  } else if (sectors) {
     if (co_tile == 128) {
       conv1d_wgmma_ss_kernel<kT, 128, false, true>
           <<<grid, kSsThreads, geo.smem, stream>>>(a, flag, x_map);
@@ -1518,33 +1558,42 @@ WgArgs common_args(TensorView<const float> x, const float* w, const float* bias,
 // barrier), which needs the aligned geometry (no copy slack: span 128): there it measured
 // faster than the register-fragment kernel (tcn_pointwise 0.726 / 0.721 vs 0.766 / 0.756 ms,
 // 256 -> 256 0.722 / 0.719 vs 0.774 / 0.779), with 16 channels slower (0.882 vs 0.768).
+// Where three stages fit neither tile at 8 channels per chunk (K >= 4 at dilations whose
+// windows or rows are long, 14-16 taps), two stages (ss_plan).
 // CONVBANK_CUDA_WGMMA_SS=0 keeps the register-fragment kernel everywhere, and
 // CONVBANK_CUDA_WGMMA_SS_TILE=64|128 forces the SS kernel and its tile, K = 1 included (A/B
 // runs).
 int wgmma_ss_tile(std::int64_t stride, std::int64_t taps, std::int64_t dilation,
-                  std::int64_t cout_g, bool aligned) {
+                  std::int64_t cout_g, bool aligned, bool d2s) {
   static const bool off = env_off("CONVBANK_CUDA_WGMMA_SS");
   static const int forced = env_int("CONVBANK_CUDA_WGMMA_SS_TILE");
   // Dilations past 1024 only with windows per tap (any dilation fits those).
   if (off || stride != 1 || taps < 1 || taps > kSsMaxTaps || dilation > kSsMaxDilation) return 0;
   const bool force = forced == 64 || forced == 128;
-  const auto fits = [&](int tile) {
-    const SsGeometry g =
-        ss_geometry(tile, static_cast<int>(taps), static_cast<int>(dilation), aligned);
-    if (taps == 1 && g.ci_chunk < 32 && !force) return false;
-    return g.smem <= kWgMaxSmem && g.span < (1 << 14);
+  const auto pick = [&](int stages) {
+    const auto geometry = [&](int tile) {
+      return ss_geometry(tile, static_cast<int>(taps), static_cast<int>(dilation), aligned, stages);
+    };
+    const auto fits = [&](int tile) {
+      const SsGeometry g = geometry(tile);
+      if (taps == 1 && g.ci_chunk < 32 && !force) return false;
+      return g.smem <= kWgMaxSmem && g.span < (1 << 14);
+    };
+    const int tile = force ? forced : cout_g > 64 ? 128 : 64;
+    if (fits(tile)) return tile;
+    // Long kernels (9-13 taps) and wide spans: the 64-row tile's weight stages are half the
+    // 128-row tile's.
+    if (!force && tile == 128 && fits(64)) return 64;
+    // Large dilations: the 128-frame tiles' windows per tap fit where 256 contiguous frames plus
+    // the dilations do not (measured only with windows: 16 x 64 -> 64, K 3, dilation 512, 0.385
+    // vs 0.90 ms on the register-fragment kernel).
+    return !force && tile == 64 && geometry(128).window > 0 && fits(128) ? 128 : 0;
   };
-  const int tile = force ? forced : cout_g > 64 ? 128 : 64;
-  if (fits(tile)) return tile;
-  // Long kernels (9-13 taps) and wide spans: the 64-row tile's weight stages are half the
-  // 128-row tile's.
-  if (!force && tile == 128 && fits(64)) return 64;
-  // Large dilations: the 128-frame tiles' windows per tap fit where 256 contiguous frames plus
-  // the dilations do not (measured only with windows: 16 x 64 -> 64, K 3, dilation 512, 0.385
-  // vs 0.90 ms on the register-fragment kernel).
-  const bool windowed =
-      ss_geometry(128, static_cast<int>(taps), static_cast<int>(dilation), aligned).window > 0;
-  return !force && tile == 64 && windowed && fits(128) ? 128 : 0;
+  // Three stages on either tile before two (ss_plan gives a launch of the tile chosen here the
+  // same stages).
+  const int tile = pick(kSsStages);
+  if (tile != 0 || !ss_two_stages_allowed(static_cast<int>(taps), d2s)) return tile;
+  return pick(2);
 }
 
 bool wgmma_available() {
@@ -1560,6 +1609,7 @@ SsInputCopies ss_input_copies() {
   c.quads_split = g_ss_input_split[kTmaQuads].load(std::memory_order_relaxed);
   c.max_parts = g_ss_input_max_parts.load(std::memory_order_relaxed);
   c.windowed = g_ss_input_windowed.load(std::memory_order_relaxed);
+  c.two_stages = g_ss_two_stages.load(std::memory_order_relaxed);
   return c;
 }
 
@@ -1656,7 +1706,7 @@ int conv_transpose1d_ss_tile(const ConvTranspose1dParams& p) {
   if (p.stride == 1) {
     return wgmma_ss_tile(1, p.kernel_size, p.dilation, cout_g, ss_aligned(transposed_in_offset(p)));
   }
-  return wgmma_ss_tile(1, d2s_taps(p), 1, p.stride * cout_g, ss_aligned(d2s_in_offset(p)));
+  return wgmma_ss_tile(1, d2s_taps(p), 1, p.stride * cout_g, ss_aligned(d2s_in_offset(p)), true);
 }
 
 bool conv_transpose1d_d2s_supported(const ConvTranspose1dParams& p) {

@@ -35,7 +35,8 @@ struct SsInputCopies {
   // and the most parts one copy had.
   std::uint64_t rows_split = 0, quads_split = 0;
   int max_parts = 0;
-  std::uint64_t windowed = 0;  // launches that copied a window per tap (large dilations)
+  std::uint64_t windowed = 0;    // launches that copied a window per tap (large dilations)
+  std::uint64_t two_stages = 0;  // launches with two stages (three did not fit)
 };
 SsInputCopies ss_input_copies();
 
