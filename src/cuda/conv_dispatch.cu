@@ -624,22 +624,12 @@ const char* conv_transpose1d_kernel_name(const ConvTranspose1dParams& p) {
   return choose(p).name;
 }
 
-void conv1d(const Conv1dParams& p, TensorView<const float> input, const float* weight,
-            const float* bias, TensorView<float> output, void* stream) {
-  const cudaStream_t s = static_cast<cudaStream_t>(stream);
-  const Choice c = choose(p);
-  if (c.edges) {
-    const Conv1dParams z = with_zeros_padding(p);
-    if (c.family == Family::kWgmma) {
-      launch_conv1d_wgmma(z, input, weight, bias, output, s, c.name);
-    } else if (c.family == Family::kDecoderWgmma) {
-      launch_conv1d_few_outputs_wgmma(z, input, weight, bias, output, s, c.name);
-    } else {
-      launch_conv1d_gemm_v2(z, input, weight, bias, output, s, c.tile, c.name);
-    }
-    launch_conv1d_padding_edges(p, input, weight, bias, output, s, "conv1d_padding_edges");
-    return;
-  }
+namespace {
+
+// The chosen kernel family's launch (the padding edges aside).
+void launch_conv1d(const Choice& c, const Conv1dParams& p, TensorView<const float> input,
+                   const float* weight, const float* bias, TensorView<float> output,
+                   cudaStream_t s) {
   switch (c.family) {
     case Family::kWgmma:
       launch_conv1d_wgmma(p, input, weight, bias, output, s, c.name);
@@ -676,6 +666,21 @@ void conv1d(const Conv1dParams& p, TensorView<const float> input, const float* w
       launch_conv1d_direct(p, input, weight, bias, output, s, c.name);
       break;
   }
+}
+
+}  // namespace
+
+void conv1d(const Conv1dParams& p, TensorView<const float> input, const float* weight,
+            const float* bias, TensorView<float> output, void* stream) {
+  const cudaStream_t s = static_cast<cudaStream_t>(stream);
+  const Choice c = choose(p);
+  if (!c.edges) {
+    launch_conv1d(c, p, input, weight, bias, output, s);
+    return;
+  }
+  // The layer with zeros padding, then its edge outputs with the layer's own padding mode.
+  launch_conv1d(c, with_zeros_padding(p), input, weight, bias, output, s);
+  launch_conv1d_padding_edges(p, input, weight, bias, output, s, "conv1d_padding_edges");
 }
 
 void conv_transpose1d(const ConvTranspose1dParams& p, TensorView<const float> input,
