@@ -1467,18 +1467,16 @@ void launch_ss(WgArgs a, int co_tile, cudaStream_t stream, const char* name,
       !kD2s && !sectors_off &&
       !(reinterpret_cast<std::uintptr_t>(a.y) % 32 == 0 && a.y_cs % 8 == 0 && a.y_bs % 8 == 0);
   if (geo.stages != kSsStages) {
-    // Two stages: stride 1 only (ss_two_stages_allowed), with the plain epilogue (the sector
-    // stores are not worth two more instantiations for these layers).
-    if constexpr (!kD2s) {
-      if (co_tile == 128) {
-        conv1d_wgmma_ss_kernel<kT, 128, false, false, 2>
-            <<<grid, kSsThreads, geo.smem, stream>>>(a, flag, x_map);
-      } else {
-        conv1d_wgmma_ss_kernel<kT, 64, false, false, 2>
-            <<<grid, kSsThreads, geo.smem, stream>>>(a, flag, x_map);
-      }
-      g_ss_two_stages.fetch_add(1, std::memory_order_relaxed);
+    // Two stages (never for depth-to-space: ss_plan), with the plain epilogue (the sector stores
+    // are not worth two more instantiations for these layers).
+    if (co_tile == 128) {
+      conv1d_wgmma_ss_kernel<kT, 128, false, false, 2>
+          <<<grid, kSsThreads, geo.smem, stream>>>(a, flag, x_map);
+    } else {
+      conv1d_wgmma_ss_kernel<kT, 64, false, false, 2>
+          <<<grid, kSsThreads, geo.smem, stream>>>(a, flag, x_map);
     }
+    g_ss_two_stages.fetch_add(1, std::memory_order_relaxed);
   } else if (sectors) {
     if (co_tile == 128) {
       conv1d_wgmma_ss_kernel<kT, 128, false, true>
