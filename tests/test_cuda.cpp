@@ -454,21 +454,27 @@ void wgmma_grid(int configs, std::uint64_t seed0, GridStats& stats) {
   }
 }
 
-// Sets the tensor-core dispatch policy for a scope and restores it on the way out, also when a
-// check throws: the next test case must see the default dispatch.
-class PolicyScope {
+// Sets a dispatch policy for a scope and restores it on the way out, also when a check throws:
+// the next test case must see the default dispatch.
+template <auto get, auto set>
+class ScopedPolicy {
  public:
-  explicit PolicyScope(convbank::detail::cuda::WgmmaPolicy p)
-      : before_(convbank::detail::cuda::wgmma_policy()) {
-    convbank::detail::cuda::set_wgmma_policy(p);
-  }
-  ~PolicyScope() { convbank::detail::cuda::set_wgmma_policy(before_); }
-  PolicyScope(const PolicyScope&) = delete;
-  PolicyScope& operator=(const PolicyScope&) = delete;
+  explicit ScopedPolicy(convbank::detail::cuda::WgmmaPolicy p) : before_(get()) { set(p); }
+  ~ScopedPolicy() { set(before_); }
+  ScopedPolicy(const ScopedPolicy&) = delete;
+  ScopedPolicy& operator=(const ScopedPolicy&) = delete;
 
  private:
   convbank::detail::cuda::WgmmaPolicy before_;
 };
+
+// The tensor-core kernels.
+using PolicyScope =
+    ScopedPolicy<convbank::detail::cuda::wgmma_policy, convbank::detail::cuda::set_wgmma_policy>;
+// The aligned one-channel encoder, which by default takes only layers whose tiles fill the GPU
+// (larger than a test's float64 oracle wants to check).
+using EncoderAlignedScope = ScopedPolicy<convbank::detail::cuda::encoder_aligned_policy,
+                                         convbank::detail::cuda::set_encoder_aligned_policy>;
 
 std::string join(const std::set<std::string>& s) {
   std::string r;
@@ -1240,6 +1246,7 @@ TEST_CASE("cuda: memory-bound kernels (encoder, depthwise, decoder) against the 
   // larger decoders of four channels (s * out/groups >= 32 rows).
   namespace cc = convbank::detail::cuda;
   const PolicyScope policy(cc::WgmmaPolicy::kNever);
+  const EncoderAlignedScope aligned(cc::WgmmaPolicy::kAlways);
   GridStats stats;
   std::uint64_t seed = 4242;
   using C = Conv1dOptions;
@@ -1257,16 +1264,51 @@ TEST_CASE("cuda: memory-bound kernels (encoder, depthwise, decoder) against the 
     CHECK(run_config<ConvTranspose1d, T>(o, n, frames, strided, seed++, stats));
   };
   const char* enc = "conv1d_encoder_ffma";
+  const char* enc2 = "conv1d_encoder_aligned_ffma";
   const char* dw = "conv1d_depthwise_staged";
   const char* dec = "conv_transpose1d_decoder_ffma";
-  conv({.in_channels = 1, .out_channels = 512, .kernel_size = 16, .stride = 8}, 2, 3001, true, enc);
+  // The aligned encoder (>= 64 outputs per group, dilation 1): rows of every alignment (odd
+  // lengths, strided views), ragged channel tiles, taps per phase from 1 to 5 with phases of
+  // fewer taps (K not whole strides, K < stride), stride 1, every padding mode, groups, tiles
+  // that end mid-row and rows shorter than a tile.
+  conv({.in_channels = 1, .out_channels = 512, .kernel_size = 16, .stride = 8}, 2, 3001, true,
+       enc2);
+  conv({.in_channels = 1, .out_channels = 512, .kernel_size = 16, .stride = 8}, 3, 16383 * 8 + 15,
+       false, enc2);
   conv({.in_channels = 1,
         .out_channels = 70,
         .kernel_size = 64,
         .stride = 16,
         .padding = 5,
         .padding_mode = PaddingMode::kReflect},
-       2, 4000, false, enc);
+       2, 4000, false, enc);  // two windows of 16 phases do not fit: 4-byte stores
+  conv({.in_channels = 1, .out_channels = 130, .kernel_size = 20, .stride = 10, .bias = false}, 2,
+       30011, true, enc2);
+  conv({.in_channels = 2,
+        .out_channels = 256,
+        .kernel_size = 7,
+        .stride = 3,
+        .padding = 3,
+        .groups = 2,
+        .padding_mode = PaddingMode::kCircular},
+       2, 9001, true, enc2);
+  conv({.in_channels = 1, .out_channels = 96, .kernel_size = 4, .stride = 6}, 2, 12007, false,
+       enc2);
+  conv({.in_channels = 1,
+        .out_channels = 64,
+        .kernel_size = 5,
+        .padding = 2,
+        .padding_mode = PaddingMode::kReplicate},
+       2, 2501, true, enc2);
+  conv({.in_channels = 1, .out_channels = 64, .kernel_size = 9, .stride = 1}, 1, 5000, false, enc2);
+  conv({.in_channels = 1, .out_channels = 128, .kernel_size = 1}, 2, 3333, true, enc2);
+  conv({.in_channels = 1, .out_channels = 200, .kernel_size = 32, .stride = 4, .padding = 7}, 2,
+       7777, true, enc2);
+  conv({.in_channels = 1, .out_channels = 64, .kernel_size = 16, .stride = 8}, 2, 1100, true, enc2);
+  // The 4-byte-store encoder: fewer outputs per group, dilation.
+  conv({.in_channels = 1, .out_channels = 48, .kernel_size = 16, .stride = 8}, 2, 3001, true, enc);
+  conv({.in_channels = 1, .out_channels = 512, .kernel_size = 8, .stride = 4, .dilation = 2}, 2,
+       4001, false, enc);
   conv({.in_channels = 3,
         .out_channels = 60,
         .kernel_size = 7,
@@ -1422,7 +1464,7 @@ TEST_CASE("cuda: memory-bound kernels (encoder, depthwise, decoder) against the 
             140, 200, false, dec);
   MESSAGE("memory-bound kernels: worst ", stats.worst, " at ", stats.worst_config,
           "; kernels: ", join(stats.kernels));
-  CHECK(stats.runs == 31);
+  CHECK(stats.runs == 42);
   CHECK(stats.kernels == expected);
 }
 
@@ -1783,6 +1825,17 @@ void for_each_kernel_family(Run&& run) {
   {
     const Conv1dOptions o{.in_channels = 1, .out_channels = 70, .kernel_size = 64, .stride = 16};
     run(o, 2, 700);
+  }
+  {  // one-channel encoders: aligned stores (>= 64 outputs per group), 4-byte stores (fewer)
+    namespace cc = convbank::detail::cuda;
+    const EncoderAlignedScope aligned(cc::WgmmaPolicy::kAlways);
+    const Conv1dOptions o{
+        .in_channels = 1, .out_channels = 96, .kernel_size = 16, .stride = 8, .padding = 3};
+    run(o, 2, 8001);
+  }
+  {
+    const Conv1dOptions o{.in_channels = 1, .out_channels = 32, .kernel_size = 16, .stride = 8};
+    run(o, 2, 8001);
   }
   {  // depthwise
     const Conv1dOptions o{.in_channels = 8,

@@ -198,6 +198,14 @@ bool conv1d_encoder_supported(const Conv1dParams& p);
 void launch_conv1d_encoder(const Conv1dParams& p, TensorView<const float> x, const float* w,
                            const float* bias, TensorView<float> y, cudaStream_t stream,
                            const char* name);
+// One-channel encoders with >= 64 outputs per group and dilation 1, each thread storing 4
+// consecutive frames from a 16-byte boundary of its row (rows of any length).
+bool conv1d_encoder2_supported(const Conv1dParams& p);
+// Its work items: (batch, 1024-frame tile, 64-channel tile) triples.
+std::int64_t conv1d_encoder2_tiles(const Conv1dParams& p);
+void launch_conv1d_encoder2(const Conv1dParams& p, TensorView<const float> x, const float* w,
+                            const float* bias, TensorView<float> y, cudaStream_t stream,
+                            const char* name);
 bool conv1d_depthwise_supported(const Conv1dParams& p);
 void launch_conv1d_depthwise(const Conv1dParams& p, TensorView<const float> x, const float* w,
                              const float* bias, TensorView<float> y, cudaStream_t stream,

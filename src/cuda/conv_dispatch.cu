@@ -43,6 +43,10 @@
 //                                     (CONVBANK_CUDA_DECODER_WGMMA=0: off)
 //   K = 3, stride 1, dilation 1, in/groups >= 16, out/groups >= 32
 //                                  -> conv1d_winograd_f43_ffma
+//   in/groups = 1, out/groups >= 64, dilation 1 (one-channel encoders), two input windows fit
+//   shared memory, stride 2..4, >= 2 taps per phase, >= 4 tiles per multiprocessor
+//                                  -> conv1d_encoder_aligned_ffma
+//                                     (CONVBANK_CUDA_ENC_ALIGNED=0: off)
 //   in/groups = 1, out/groups >= 16 (one-channel encoders), input window fits shared memory
 //                                  -> conv1d_encoder_ffma
 //   in/groups = 1, out/groups < 16 (depthwise), input window fits shared memory
@@ -115,6 +119,7 @@ enum class Family {
   kSplitK,
   kWgmma,
   kEncoder,
+  kEncoder2,
   kDepthwise,
   kDecoder,
   kDecoderWgmma,
@@ -151,10 +156,9 @@ bool wgmma_wins(std::int64_t cout_g, bool fill_free) {
   return fill_free || 4 * cout_g >= 3 * cols;
 }
 
-// What the policy alone decides for a tensor-core kernel: never, always, or (kAuto, nullopt) the
-// caller's rule.
-std::optional<bool> policy_forces() {
-  switch (wgmma_policy()) {
+// What a policy alone decides for a kernel: never, always, or (kAuto, nullopt) the caller's rule.
+std::optional<bool> forced_by(WgmmaPolicy policy) {
+  switch (policy) {
     case WgmmaPolicy::kNever:
       return false;
     case WgmmaPolicy::kAlways:
@@ -163,6 +167,11 @@ std::optional<bool> policy_forces() {
       break;
   }
   return std::nullopt;
+}
+
+// ... the tensor-core policy.
+std::optional<bool> policy_forces() {
+  return forced_by(wgmma_policy());
 }
 
 bool use_wgmma(std::int64_t fmas, std::int64_t cout_g, bool fill_free) {
@@ -190,6 +199,26 @@ bool s2d_wins(const Conv1dParams& p) {
 bool s2d_first(const Conv1dParams& p) {
   if (wgmma_policy() == WgmmaPolicy::kAlways) return true;
   return p.out_channels / p.groups * (p.kernel_size / p.stride) >= 192;
+}
+
+std::atomic<WgmmaPolicy>& encoder_aligned_slot() {
+  static std::atomic<WgmmaPolicy> slot{env_off("CONVBANK_CUDA_ENC_ALIGNED") ? WgmmaPolicy::kNever
+                                                                            : WgmmaPolicy::kAuto};
+  return slot;
+}
+
+// The aligned encoder where it measured faster than conv1d_encoder_ffma on the H200 (log step 87
+// in docs/performance.md, ms, aligned vs 4-byte stores): strides 2..4 with at least two taps
+// per phase (1 -> 512, K 16, s 4: 0.43 vs 0.56; 1 -> 256, K 6, s 3: 0.25 vs 0.33; K 8, s 4: 0.106
+// vs 0.118). Elsewhere it was slower or even: enc_tasnet (K 16, s 8) 0.27 vs 0.24, K 32, s 8
+// 0.39 vs 0.34, one tap per phase (K 8, s 8; K 2, s 2), stride 1 (K 3: 0.19 vs 0.16; K 5 even).
+// And only where its tiles fill the GPU: below two per resident block (of two per
+// multiprocessor) the 128-frame tiles of conv1d_encoder_ffma spread the work better (4 x 1 ->
+// 128, K 40, stride 20, 64000 frames: 32 tiles, 0.079 against 0.019 ms).
+bool encoder2_wins(const Conv1dParams& p) {
+  if (const auto forced = forced_by(encoder_aligned_slot().load())) return *forced;
+  const std::int64_t taps = (p.kernel_size + p.stride - 1) / p.stride;
+  return p.stride >= 2 && p.stride <= 4 && taps >= 2 && conv1d_encoder2_tiles(p) >= 4LL * num_sms();
 }
 
 // CONVBANK_CUDA_DECODER_WGMMA=0: the tensor-core decoder kernel off, for both layer kinds.
@@ -476,6 +505,9 @@ Choice choose_zeros_or_native(const Conv1dParams& p) {
   if (p.kernel_size == 3 && p.stride == 1 && p.dilation == 1 && cin_g >= 16 && cout_g >= 32) {
     return {Family::kWinograd, GemmTile::k128x128, "conv1d_winograd_f43_ffma"};
   }
+  if (cin_g == 1 && conv1d_encoder2_supported(p) && encoder2_wins(p)) {
+    return {Family::kEncoder2, GemmTile::k128x128, "conv1d_encoder_aligned_ffma"};
+  }
   if (cin_g == 1 && cout_g >= 16 && conv1d_encoder_supported(p)) {
     return {Family::kEncoder, GemmTile::k128x128, "conv1d_encoder_ffma"};
   }
@@ -616,6 +648,12 @@ void set_wgmma_policy(WgmmaPolicy policy) {
 WgmmaPolicy wgmma_policy() {
   return policy_slot().load();
 }
+void set_encoder_aligned_policy(WgmmaPolicy policy) {
+  encoder_aligned_slot().store(policy);
+}
+WgmmaPolicy encoder_aligned_policy() {
+  return encoder_aligned_slot().load();
+}
 
 const char* conv1d_kernel_name(const Conv1dParams& p) {
   return choose(p).name;
@@ -651,6 +689,9 @@ void launch_conv1d(const Choice& c, const Conv1dParams& p, TensorView<const floa
       break;
     case Family::kEncoder:
       launch_conv1d_encoder(p, input, weight, bias, output, s, c.name);
+      break;
+    case Family::kEncoder2:
+      launch_conv1d_encoder2(p, input, weight, bias, output, s, c.name);
       break;
     case Family::kDepthwise:
       launch_conv1d_depthwise(p, input, weight, bias, output, s, c.name);
@@ -704,6 +745,7 @@ void conv_transpose1d(const ConvTranspose1dParams& p, TensorView<const float> in
     case Family::kDirect:
     case Family::kDirectFlat:
     case Family::kEncoder:
+    case Family::kEncoder2:
     case Family::kDepthwise:
     case Family::kS2d:
       launch_conv_transpose1d_direct(p, input, weight, bias, output, s, c.name);

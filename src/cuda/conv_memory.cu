@@ -5,6 +5,10 @@
 //                                stages its input window once in shared memory, split into
 //                                `stride` phase rows so that lanes on consecutive frames read
 //                                consecutive words, and writes 128 frames x 64 channels.
+//   conv1d_encoder_aligned_ffma  the same layers with >= 64 outputs per group, dilation 1: each
+//                                thread stores 4 frames from a 16-byte boundary of their row
+//                                as one float4; a block walks 1024-frame tiles of one channel
+//                                tile, the next window copied while the current is computed.
 //   conv1d_depthwise_staged      one input channel per group, < 16 outputs per group: a block
 //                                stages the window of 1024..4096 frames of one row.
 //   conv_transpose1d_decoder_ffma  few outputs per group (decoders), stride 2..16, K a multiple
@@ -180,6 +184,252 @@ __global__ void __launch_bounds__(kEncThreads, 4) conv1d_encoder_kernel(EncArgs 
           }
         }
       }
+    }
+  }
+}
+
+// ---- encoder, aligned stores -------------------------------------------------------------------
+//
+// The encoder above stores 4-byte words, 32 frames apart per lane: on rows of odd length (real
+// audio) every warp store straddles two 128-byte lines. This one gives each thread 4 consecutive
+// frames that start on a 16-byte boundary of their output row and stores them as one float4, so
+// a warp writes 512 contiguous bytes per row. Which frames those are depends on the row's
+// address modulo 16 bytes, which repeats every 4 channels: a tile's 64 channels are taken as 4
+// classes of 16 rows (c, c + 4, ...) that share it. The input window, split into its `stride`
+// phase rows, stays in shared memory; per phase and pair of taps a thread loads the words its 4
+// frames need (float4, consecutive threads on consecutive words) and multiplies them with the
+// class's 16 weights per tap (broadcast float4), 64 multiply-adds per tap. Evict-first stores
+// (`__stcs`) measured faster than plain ones on every shape tried (enc_tasnet 0.27 vs 0.30 ms,
+// K 16, s 4 0.44 vs 0.49). The dispatcher takes it only where it beat the encoder above (strides
+// 2..4 with >= 2 taps per phase, log step 87 in docs/performance.md): at enc_tasnet's stride 8
+// the 4-byte-store encoder stays faster (0.24 vs 0.27 ms), for reasons not profiled.
+
+constexpr int kEnc2Threads = 256;
+constexpr int kEnc2Frames = 4 * kEnc2Threads;  // frames per tile
+constexpr int kEnc2Class = 16;                 // rows per class (one 16-byte alignment)
+constexpr int kEnc2Co = 4 * kEnc2Class;        // channels per tile
+// Dynamic shared memory of a block (weights, bias, two windows): two blocks per multiprocessor.
+constexpr int kEnc2SmemFloats = 28000;
+
+struct Enc2Args {
+  const float* x;
+  std::int64_t x_bs, x_cs;
+  const float* w;
+  const float* bias;
+  float* y;
+  std::int64_t y_bs, y_cs;
+  std::int64_t batch, cout_g, groups, c_tiles, t_tiles;
+  std::int64_t pad, in_frames, out_frames;
+  int K, stride, mode;
+  int taps;          // taps of phase 0, ceil(K / stride): the most any phase has
+  int row;           // words per phase row of the window
+  int window;        // stride * row
+  unsigned s_magic;  // i / stride == __umulhi(i, s_magic) (stride >= 2)
+};
+
+// Tile tt covers frames [tt * 1024 - 4 + o, tt * 1024 + 1020 + o) of a class whose rows reach a
+// 16-byte boundary o frames after a multiple of 4; its window starts at frame tt * 1024 - 4.
+// Thread t reads phase words from 4 t + (a0 & ~3) up to 11 past it (offset, o, i and the second
+// tap of a pair), so a row holds 1028 + 4 ceil(taps / 4) words.
+std::int64_t encoder2_row(const Conv1dParams& p) {
+  const std::int64_t taps = (p.kernel_size + p.stride - 1) / p.stride;
+  return kEnc2Frames + 4 + (taps + 3) / 4 * 4;
+}
+std::int64_t encoder2_smem_floats(const Conv1dParams& p) {
+  const std::int64_t taps = (p.kernel_size + p.stride - 1) / p.stride;
+  return p.stride * taps * kEnc2Co + kEnc2Co + 2 * p.stride * encoder2_row(p);
+}
+
+// NA taps of one phase for the thread's 4 frames: frame i, tap a reads word E + i + a of xr
+// (16-byte aligned; E = o plus the taps' offset from it), weight wr[a * 64 + j] for row j.
+template <int O, int NA>
+__device__ __forceinline__ void encoder2_taps(float (&acc)[kEnc2Class][4], const float* xr,
+                                              const float* wr) {
+  constexpr int kLoads = (O + 3 + NA + 3) / 4;
+  float v[4 * kLoads];
+#pragma unroll
+  for (int l = 0; l < kLoads; ++l) {
+    const float4 q = *reinterpret_cast<const float4*>(xr + 4 * l);
+    v[4 * l + 0] = q.x;
+    v[4 * l + 1] = q.y;
+    v[4 * l + 2] = q.z;
+    v[4 * l + 3] = q.w;
+  }
+#pragma unroll
+  for (int a = 0; a < NA; ++a) {
+#pragma unroll
+    for (int j4 = 0; j4 < kEnc2Class / 4; ++j4) {
+      const float4 w4 = *reinterpret_cast<const float4*>(wr + a * kEnc2Co + 4 * j4);
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const float xv = v[O + i + a];
+        acc[4 * j4 + 0][i] = fmaf(w4.x, xv, acc[4 * j4 + 0][i]);
+        acc[4 * j4 + 1][i] = fmaf(w4.y, xv, acc[4 * j4 + 1][i]);
+        acc[4 * j4 + 2][i] = fmaf(w4.z, xv, acc[4 * j4 + 2][i]);
+        acc[4 * j4 + 3][i] = fmaf(w4.w, xv, acc[4 * j4 + 3][i]);
+      }
+    }
+  }
+}
+
+// Every tap of one class, phase by phase (only taps that exist are multiplied, so an Inf input
+// meets no zero weight).
+template <int O>
+__device__ __forceinline__ void encoder2_class(float (&acc)[kEnc2Class][4], const Enc2Args& a,
+                                               const float* sx, const float* sw) {
+#pragma unroll 1
+  for (int r = 0; r < a.stride; ++r) {
+    const int taps = (a.K - r + a.stride - 1) / a.stride;  // k = tap * stride + r < K
+    const float* xr = sx + r * a.row;
+    const float* wr = sw + r * a.taps * kEnc2Co;
+    // Two taps at a time: their 32 broadcast weights and the thread's 8 or 12 words fit the
+    // registers next to the 64 sums (four at a time made ptxas spill at 128 registers).
+#pragma unroll 1
+    for (int a0 = 0; a0 < taps; a0 += 2) {
+      const float* xb = xr + (a0 & ~3);  // 16-byte aligned; the taps start at word a0 & 2
+      const float* wb = wr + a0 * kEnc2Co;
+      if (taps - a0 >= 2) {
+        if (a0 & 2) {
+          encoder2_taps<O + 2, 2>(acc, xb, wb);
+        } else {
+          encoder2_taps<O, 2>(acc, xb, wb);
+        }
+      } else if (a0 & 2) {
+        encoder2_taps<O + 2, 1>(acc, xb, wb);
+      } else {
+        encoder2_taps<O, 1>(acc, xb, wb);
+      }
+    }
+  }
+}
+
+// Copies the window of frame tile `bt` (batch-major) into `sx`, split into phase rows:
+// asynchronously where it lies inside the row, the padding around it by plain stores (both are
+// visible after the caller's wait and barrier).
+__device__ __forceinline__ void encoder2_window(const Enc2Args& a, const float* xg, std::int64_t bt,
+                                                float* sx) {
+  const int s = a.stride;
+  const std::int64_t b = bt / a.t_tiles;
+  const std::int64_t pos0 = (bt - b * a.t_tiles) * kEnc2Frames * s - 4 * s - a.pad;
+  const float* xrow = xg + b * a.x_bs;
+  for (int i = threadIdx.x; i < a.window; i += kEnc2Threads) {
+    const int q = s == 1 ? i : static_cast<int>(__umulhi(static_cast<unsigned>(i), a.s_magic));
+    float* dst = sx + (i - q * s) * a.row + q;
+    const std::int64_t pos = pos0 + i;
+    if (static_cast<std::uint64_t>(pos) < static_cast<std::uint64_t>(a.in_frames)) {
+      cp_async4(smem_addr(dst), xrow + pos, true);
+    } else {
+      *dst = load_padded(xrow, pos, a.in_frames, a.mode);
+    }
+  }
+  cp_async_commit();
+}
+
+// A block keeps one channel tile's weights and walks frame tiles (all batches), the next tile's
+// window arriving by asynchronous copies while the current one is computed and stored.
+__global__ void __launch_bounds__(kEnc2Threads, 2) conv1d_encoder2_kernel(Enc2Args a) {
+  extern __shared__ __align__(16) float sm[];
+  const int s = a.stride;
+  float* sw = sm;                         // [stride][taps][64]: weight of tap a * s + r, slot
+  float* sb = sw + s * a.taps * kEnc2Co;  // [64]
+  float* sx0 = sb + kEnc2Co;              // two windows of [stride][row]: position i at
+                                          // (i % s, i / s)
+  const int tid = threadIdx.x;
+  const std::int64_t n_bt = a.batch * a.t_tiles;
+  for (std::int64_t cy = blockIdx.y; cy < a.groups * a.c_tiles; cy += gridDim.y) {
+    const std::int64_t g = cy / a.c_tiles;
+    const std::int64_t o0 = (cy - g * a.c_tiles) * kEnc2Co;  // first channel of the tile
+    const float* xg = a.x + g * a.x_cs;
+    __syncthreads();  // the previous tile's weights and windows are no longer read
+    // Slot 16 cls + j holds channel o0 + cls + 4 j.
+    for (int i = tid; i < kEnc2Co * s * a.taps; i += kEnc2Threads) {
+      const int slot = i % kEnc2Co;
+      const int rt = i / kEnc2Co;  // r * taps + tap
+      const int r = rt / a.taps;
+      const int k = (rt - r * a.taps) * s + r;
+      const std::int64_t c = o0 + slot / kEnc2Class + 4 * (slot % kEnc2Class);
+      sw[i] = c < a.cout_g && k < a.K ? __ldg(a.w + (g * a.cout_g + c) * a.K + k) : 0.0f;
+    }
+    for (int slot = tid; slot < kEnc2Co; slot += kEnc2Threads) {
+      const std::int64_t c = o0 + slot / kEnc2Class + 4 * (slot % kEnc2Class);
+      sb[slot] = c < a.cout_g && a.bias != nullptr ? __ldg(a.bias + g * a.cout_g + c) : 0.0f;
+    }
+    if (blockIdx.x < n_bt) encoder2_window(a, xg, blockIdx.x, sx0);
+    int buf = 0;
+    for (std::int64_t bt = blockIdx.x; bt < n_bt; bt += gridDim.x, buf ^= 1) {
+      float* sx = sx0 + buf * a.window;
+      if (bt + gridDim.x < n_bt) {
+        // The other window was last read before the barrier that ended the previous tile.
+        encoder2_window(a, xg, bt + gridDim.x, sx0 + (buf ^ 1) * a.window);
+        cp_async_wait<1>();
+      } else {
+        cp_async_wait<0>();
+      }
+      __syncthreads();
+      const std::int64_t b = bt / a.t_tiles;
+      const std::int64_t f0 = (bt - b * a.t_tiles) * kEnc2Frames - 4;  // the window's first frame
+#pragma unroll 1
+      for (int cls = 0; cls < 4; ++cls) {
+        if (o0 + cls >= a.cout_g) break;
+        float* yrow = a.y + b * a.y_bs + (g * a.cout_g + o0 + cls) * a.y_cs;
+        // Frames from f0 + o start on 16-byte boundaries of every row of the class.
+        const int o =
+            static_cast<int>((4 - ((reinterpret_cast<std::uintptr_t>(yrow) >> 2) & 3)) & 3);
+        float acc[kEnc2Class][4];
+#pragma unroll
+        for (int j4 = 0; j4 < kEnc2Class / 4; ++j4) {
+          const float4 b4 = *reinterpret_cast<const float4*>(sb + cls * kEnc2Class + 4 * j4);
+#pragma unroll
+          for (int i = 0; i < 4; ++i) {
+            acc[4 * j4 + 0][i] = b4.x;
+            acc[4 * j4 + 1][i] = b4.y;
+            acc[4 * j4 + 2][i] = b4.z;
+            acc[4 * j4 + 3][i] = b4.w;
+          }
+        }
+        const float* xt = sx + 4 * tid;
+        const float* wc = sw + cls * kEnc2Class;
+        switch (o) {
+          case 0:
+            encoder2_class<0>(acc, a, xt, wc);
+            break;
+          case 1:
+            encoder2_class<1>(acc, a, xt, wc);
+            break;
+          case 2:
+            encoder2_class<2>(acc, a, xt, wc);
+            break;
+          default:
+            encoder2_class<3>(acc, a, xt, wc);
+            break;
+        }
+        const std::int64_t f = f0 + o + 4 * tid;
+        // Rows past the group's end hold zero weights; only their stores are skipped.
+        const int rows =
+            static_cast<int>(min(std::int64_t{kEnc2Class}, (a.cout_g - o0 - cls + 3) / 4));
+        float* yp = yrow + f;
+        const std::int64_t step = 4 * a.y_cs;
+        if (f >= 0 && f + 4 <= a.out_frames) {
+#pragma unroll
+          for (int j = 0; j < kEnc2Class; ++j) {
+            if (j < rows) {
+              __stcs(reinterpret_cast<float4*>(yp),
+                     make_float4(acc[j][0], acc[j][1], acc[j][2], acc[j][3]));
+            }
+            yp += step;
+          }
+        } else {
+#pragma unroll
+          for (int j = 0; j < kEnc2Class; ++j) {
+#pragma unroll
+            for (int i = 0; i < 4; ++i) {
+              if (j < rows && f + i >= 0 && f + i < a.out_frames) yp[i] = acc[j][i];
+            }
+            yp += step;
+          }
+        }
+      }
+      __syncthreads();  // this window is no longer read
     }
   }
 }
@@ -578,6 +828,23 @@ int decoder_phases(std::int64_t stride) {
 
 // ---- launchers -------------------------------------------------------------------------------
 
+// The fields both encoders' argument blocks share.
+template <class Args>
+void set_encoder_args(Args& a, const Conv1dParams& p, TensorView<const float> x, const float* w,
+                      const float* bias, TensorView<float> y) {
+  set_views(a, x, w, bias, y);
+  a.batch = p.batch;
+  a.cout_g = p.out_channels / p.groups;
+  a.groups = p.groups;
+  a.pad = p.pad_left;
+  a.in_frames = p.in_frames;
+  a.out_frames = p.out_frames;
+  a.K = static_cast<int>(p.kernel_size);
+  a.stride = static_cast<int>(p.stride);
+  a.mode = to_pad_mode(p.padding_mode);
+  a.s_magic = a.stride >= 2 ? static_cast<unsigned>(((1ULL << 32) + a.stride - 1) / a.stride) : 0u;
+}
+
 bool conv1d_encoder_supported(const Conv1dParams& p) {
   return p.in_channels == p.groups && p.out_channels / p.groups >= 16 &&
          encoder_smem_floats(p) <= kEncSmemFloats;
@@ -587,21 +854,11 @@ void launch_conv1d_encoder(const Conv1dParams& p, TensorView<const float> x, con
                            const float* bias, TensorView<float> y, cudaStream_t stream,
                            const char* name) {
   EncArgs a{};
-  set_views(a, x, w, bias, y);
-  a.batch = p.batch;
-  a.cout_g = p.out_channels / p.groups;
-  a.groups = p.groups;
+  set_encoder_args(a, p, x, w, bias, y);
   a.t_tiles = (p.out_frames + kEncFrames - 1) / kEncFrames;
-  a.pad = p.pad_left;
-  a.in_frames = p.in_frames;
-  a.out_frames = p.out_frames;
-  a.K = static_cast<int>(p.kernel_size);
-  a.stride = static_cast<int>(p.stride);
   a.dilation = static_cast<int>(p.dilation);
-  a.mode = to_pad_mode(p.padding_mode);
   a.window = static_cast<int>(encoder_window(p));
   a.phase_len = static_cast<int>(encoder_phase_len(p));
-  a.s_magic = a.stride >= 2 ? static_cast<unsigned>(((1ULL << 32) + a.stride - 1) / a.stride) : 0u;
   a.c_tiles = (a.cout_g + kEncCo - 1) / kEncCo;
   // About eight blocks per multiprocessor, each looping over frame tiles with its weights staged
   // once.
@@ -612,6 +869,47 @@ void launch_conv1d_encoder(const Conv1dParams& p, TensorView<const float> x, con
                   grid_dim(p.batch, kMaxGridYZ));
   const std::size_t smem = sizeof(float) * static_cast<std::size_t>(encoder_smem_floats(p));
   conv1d_encoder_kernel<<<grid, kEncThreads, smem, stream>>>(a);
+  check_launch(name, p);
+}
+
+std::int64_t encoder2_tiles(const Conv1dParams& p) {
+  return (p.out_frames + 4 + kEnc2Frames - 1) / kEnc2Frames;
+}
+
+std::int64_t conv1d_encoder2_tiles(const Conv1dParams& p) {
+  const std::int64_t cout_g = p.out_channels / p.groups;
+  return p.batch * encoder2_tiles(p) * p.groups * ((cout_g + kEnc2Co - 1) / kEnc2Co);
+}
+
+bool conv1d_encoder2_supported(const Conv1dParams& p) {
+  return p.in_channels == p.groups && p.out_channels / p.groups >= kEnc2Co && p.dilation == 1 &&
+         encoder2_smem_floats(p) <= kEnc2SmemFloats;
+}
+
+void launch_conv1d_encoder2(const Conv1dParams& p, TensorView<const float> x, const float* w,
+                            const float* bias, TensorView<float> y, cudaStream_t stream,
+                            const char* name) {
+  Enc2Args a{};
+  set_encoder_args(a, p, x, w, bias, y);
+  a.c_tiles = (a.cout_g + kEnc2Co - 1) / kEnc2Co;
+  a.t_tiles = encoder2_tiles(p);
+  a.taps = static_cast<int>((p.kernel_size + p.stride - 1) / p.stride);
+  a.row = static_cast<int>(encoder2_row(p));
+  a.window = a.stride * a.row;
+  // Above 48 KB a kernel must opt in to its dynamic shared memory (once, for the largest size).
+  static const cudaError_t opted =
+      cudaFuncSetAttribute(conv1d_encoder2_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                           static_cast<int>(sizeof(float) * kEnc2SmemFloats));
+  check_cuda(opted, "cudaFuncSetAttribute (encoder shared memory)");
+  // Two resident blocks per multiprocessor share the frame tiles of each channel tile, as evenly
+  // as whole tiles allow.
+  const std::int64_t c_all = a.groups * a.c_tiles;
+  const std::int64_t n_bt = p.batch * a.t_tiles;
+  const std::int64_t want = std::max<std::int64_t>(1, (2LL * num_sms() + c_all - 1) / c_all);
+  const std::int64_t rounds = (n_bt + want - 1) / want;
+  const dim3 grid(grid_dim((n_bt + rounds - 1) / rounds, kMaxGridX), grid_dim(c_all, kMaxGridYZ));
+  const std::size_t smem = sizeof(float) * static_cast<std::size_t>(encoder2_smem_floats(p));
+  conv1d_encoder2_kernel<<<grid, kEnc2Threads, smem, stream>>>(a);
   check_launch(name, p);
 }
 

@@ -25,6 +25,12 @@ enum class WgmmaPolicy { kAuto, kAlways, kNever };
 void set_wgmma_policy(WgmmaPolicy policy);
 WgmmaPolicy wgmma_policy();
 
+// The same three values for the aligned one-channel encoder (conv1d_encoder_aligned_ffma): kAuto
+// where its tiles fill the GPU, kAlways wherever it applies (tests), kNever
+// (CONVBANK_CUDA_ENC_ALIGNED=0 sets the start value).
+void set_encoder_aligned_policy(WgmmaPolicy policy);
+WgmmaPolicy encoder_aligned_policy();
+
 // How the launches of the shared-memory-operand tensor-core kernel brought in their input,
 // counted since the program started: bulk tensor copies of rows (rows 16-byte aligned), of
 // "quad rows" (rows of odd length, four channels per copied row), or the producer's 16-byte

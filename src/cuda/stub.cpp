@@ -78,6 +78,10 @@ bool wgmma_available() {
   return false;
 }
 void set_wgmma_policy(WgmmaPolicy) {}
+void set_encoder_aligned_policy(WgmmaPolicy) {}
+WgmmaPolicy encoder_aligned_policy() {
+  return WgmmaPolicy::kNever;
+}
 WgmmaPolicy wgmma_policy() {
   return WgmmaPolicy::kNever;
 }
