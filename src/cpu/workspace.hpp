@@ -33,5 +33,7 @@ void conv_transpose1d_workspace(const ConvTranspose1dParams& p, TensorView<const
 // where eigen_assert would otherwise be compiled out). Not thread-safe: for tests.
 void set_eigen_malloc_allowed(bool allowed);
 std::int64_t eigen_malloc_violations();
+// One heap allocation by Eigen inside the backend: shows that the hook above counts.
+void eigen_heap_probe();
 
 }  // namespace convbank::detail::cpu
