@@ -412,6 +412,13 @@ TEST_CASE("grid: Conv1d edge configurations") {
       {conv(512, 4, 16, 1, 0), feed(1, 150, true)},
       {conv(1, 512, 16, 8, 0), feed(1, 1024)},
       {conv(1, 512, 16, 8, 4, 1, 1, kCircular), feed(2, 300, true)},
+      // one input channel per group, K > 32: the GEMM reads its operand straight from the
+      // input where a block's window lies inside it (im2col at the edges)
+      {conv(1, 40, 64, 16, 5), feed(2, 3000, true)},
+      {conv(1, 257, 512, 128, 0), feed(1, 20000)},
+      {conv(2, 6, 48, 8, 3, 1, 2), feed(1, 5000, false, true)},
+      {conv(1, 64, 40, 48, 0), feed(1, 9000)},
+      {conv(1, 16, 33, 1, 16, 1, 1, kReflect), feed(1, 4000, true)},
       {conv(128, 128, 3, 1, 2, 2, 128), feed(1, 5000)},  // depthwise, long
       // K 3, stride 1, wide groups: the long-buffer layers, where a backend may switch to a
       // fast algorithm (Winograd); lengths that are not multiples of a tile, several blocks
