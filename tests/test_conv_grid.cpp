@@ -534,6 +534,12 @@ TEST_CASE("grid: ConvTranspose1d edge configurations") {
       {transpose(512, 1, 16, 8, 0), feed(1, 200)},
       {transpose(512, 1, 16, 8, 4, 7, 1, 1, false), feed(2, 60, true)},
       {transpose(1, 512, 16, 8, 0), feed(1, 130)},
+      // decoders of at most 16 rows (out/groups x K) and >= 8 inputs per group: the small-rows
+      // product, channels 16 at a time, a ragged last group, masked tail vectors, long rows
+      {transpose(40, 3, 5, 2, 1), feed(2, 3001, true)},
+      {transpose(24, 4, 8, 4, 2, 1, 1, 2), feed(1, 777)},
+      {transpose(520, 1, 7, 3, 3, 0, 2), feed(1, 20000)},
+      {transpose(8, 16, 1, 1, 0), feed(3, 33)},
       {transpose(128, 64, 3, 1, 1), feed(1, 200)},
       {transpose(64, 128, 4, 2, 1), feed(2, 50, true)},
       {transpose(128, 128, 3, 1, 2, 0, 2, 128), feed(1, 4500)},
