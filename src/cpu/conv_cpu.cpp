@@ -1053,6 +1053,25 @@ constexpr bool kHaveSmallRowsGemm = true;
 constexpr bool kHaveSmallRowsGemm = false;
 #endif
 
+// The columns of a ConvTranspose1d block, col = w^T x (w [cg][ok] of the group, x [cg][ni] with
+// rows xcs apart): the small-rows product for decoders to a few channels, else Eigen's GEMM.
+bool small_rows_product(std::int64_t ok, std::int64_t cg) {
+  return kHaveSmallRowsGemm && ok <= 16 && cg >= 8;
+}
+void transpose_columns(const float* w, std::int64_t ok, std::int64_t cg, const float* x,
+                       std::int64_t xcs, std::int64_t ni, float* col,
+                       Eigen::internal::level3_blocking<float, float>& blocking) {
+#if defined(__AVX512F__)
+  if (small_rows_product(ok, cg)) {
+    kSmallRowsGemm[static_cast<std::size_t>(ok - 1)](w, cg, x, xcs, ni, col);
+    return;
+  }
+#endif
+  std::fill(col, col + ok * ni, 0.0f);
+  RowMajorGemm<Eigen::ColMajor, Eigen::RowMajor>::run(ok, ni, cg, w, ok, x, xcs, col, 1, ni, 1.0f,
+                                                      blocking);
+}
+
 void conv_transpose1d_gemm(const ConvTranspose1dParams& p, TensorView<const float> x,
                            const float* weight, const float* bias, TensorView<float> out,
                            std::int64_t whole_frames) {
@@ -1071,8 +1090,6 @@ void conv_transpose1d_gemm(const ConvTranspose1dParams& p, TensorView<const floa
   const std::int64_t a_floats = round_up16(cg * max_inputs);
   TaskScratch& scratch = task_scratch();
   scratch.reserve(threads, col_floats + a_floats + round_up16(cg * ok));
-  // Decoders to a few channels with a real reduction: the small-rows kernel above.
-  const bool small_rows = kHaveSmallRowsGemm && ok <= 16 && cg >= 8;
 
   parallel_for(tasks, [&](std::int64_t task, int thread) {
     const std::int64_t b = task / (p.groups * blocks);
@@ -1089,21 +1106,11 @@ void conv_transpose1d_gemm(const ConvTranspose1dParams& p, TensorView<const floa
     const std::int64_t ni = i_hi - i_lo;
     float* col = scratch[thread];
     float* packs = col + col_floats;
-    if constexpr (kHaveSmallRowsGemm) {
-      if (small_rows) {
-        kSmallRowsGemm[static_cast<std::size_t>(ok - 1)](
-            weight + g * cg * ok, cg, x.channel(b, g * cg) + i_lo, x.channel_stride(), ni, col);
-      }
-    }
-    if (!small_rows) {
-      // col = w^T x, with the blocking Eigen's own product would pick.
-      const GemmPlan plan = plan_gemm(ni, ok, cg);
-      WorkspaceBlocking blocking(plan.kc, plan.mc, plan.nc, packs, packs + a_floats);
-      std::fill(col, col + ok * ni, 0.0f);
-      RowMajorGemm<Eigen::ColMajor, Eigen::RowMajor>::run(
-          ok, ni, cg, weight + g * cg * ok, ok, x.channel(b, g * cg) + i_lo, x.channel_stride(),
-          col, 1, ni, 1.0f, blocking);
-    }
+    // The blocking Eigen's own product would pick.
+    const GemmPlan plan = plan_gemm(ni, ok, cg);
+    WorkspaceBlocking blocking(plan.kc, plan.mc, plan.nc, packs, packs + a_floats);
+    transpose_columns(weight + g * cg * ok, ok, cg, x.channel(b, g * cg) + i_lo, x.channel_stride(),
+                      ni, col, blocking);
     for (std::int64_t o = 0; o < og; ++o) {
       float* y = out.channel(b, g * og + o);
       for (std::int64_t k = 0; k < p.kernel_size; ++k) {
@@ -1533,10 +1540,8 @@ void conv_transpose1d_workspace(const ConvTranspose1dParams& p, TensorView<const
         const std::int64_t i_hi = std::min(x.frames(), floor_div(t1 - 1 + p.padding, p.stride) + 1);
         if (i_lo >= i_hi) continue;
         const std::int64_t ni = i_hi - i_lo;
-        std::fill(col, col + ok * ni, 0.0f);
-        RowMajorGemm<Eigen::ColMajor, Eigen::RowMajor>::run(
-            ok, ni, cg, weight + g * cg * ok, ok, x.channel(b, g * cg) + i_lo, x.channel_stride(),
-            col, 1, ni, 1.0f, blocking);
+        transpose_columns(weight + g * cg * ok, ok, cg, x.channel(b, g * cg) + i_lo,
+                          x.channel_stride(), ni, col, blocking);
         for (std::int64_t o = 0; o < og; ++o) {
           float* y = out.channel(b, g * og + o);
           for (std::int64_t k = 0; k < p.kernel_size; ++k) {
