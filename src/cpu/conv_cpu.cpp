@@ -1048,21 +1048,16 @@ constexpr auto small_rows_table(std::integer_sequence<int, R...>) {
   return std::array{&small_rows_gemm<R + 1>...};
 }
 constexpr auto kSmallRowsGemm = small_rows_table(std::make_integer_sequence<int, 16>{});
-constexpr bool kHaveSmallRowsGemm = true;
-#else
-constexpr bool kHaveSmallRowsGemm = false;
 #endif
 
 // The columns of a ConvTranspose1d block, col = w^T x (w [cg][ok] of the group, x [cg][ni] with
-// rows xcs apart): the small-rows product for decoders to a few channels, else Eigen's GEMM.
-bool small_rows_product(std::int64_t ok, std::int64_t cg) {
-  return kHaveSmallRowsGemm && ok <= 16 && cg >= 8;
-}
+// rows xcs apart): the small-rows product for decoders to a few channels with a real reduction,
+// else Eigen's GEMM.
 void transpose_columns(const float* w, std::int64_t ok, std::int64_t cg, const float* x,
                        std::int64_t xcs, std::int64_t ni, float* col,
                        Eigen::internal::level3_blocking<float, float>& blocking) {
 #if defined(__AVX512F__)
-  if (small_rows_product(ok, cg)) {
+  if (ok <= 16 && cg >= 8) {
     kSmallRowsGemm[static_cast<std::size_t>(ok - 1)](w, cg, x, xcs, ni, col);
     return;
   }

@@ -39,7 +39,8 @@ constexpr int kEncCo = kEncWarps * kEncRows;  // output channels per block
 // and the input window.
 constexpr int kEncSmemFloats = 12288;
 
-struct EncArgs {
+// The argument fields both encoders share (set by set_encoder_args).
+struct EncoderArgs {
   const float* x;
   std::int64_t x_bs, x_cs;
   const float* w;
@@ -48,11 +49,15 @@ struct EncArgs {
   std::int64_t y_bs, y_cs;
   std::int64_t batch, cout_g, groups, c_tiles, t_tiles;
   std::int64_t pad, in_frames, out_frames;
-  int K, stride, dilation, mode;
-  int window, phase_len;  // staged window (floats) and its length per phase row
+  int K, stride, mode;
   // i / stride == __umulhi(i, s_magic) for every window position i (stride >= 2): the staging
   // loop's integer division by a runtime value was about 20 instructions per word.
   unsigned s_magic;
+};
+
+struct EncArgs : EncoderArgs {
+  int dilation;
+  int window, phase_len;  // staged window (floats) and its length per phase row
 };
 
 std::int64_t encoder_window(const Conv1dParams& p) {
@@ -211,33 +216,24 @@ constexpr int kEnc2Co = 4 * kEnc2Class;        // channels per tile
 // Dynamic shared memory of a block (weights, bias, two windows): two blocks per multiprocessor.
 constexpr int kEnc2SmemFloats = 28000;
 
-struct Enc2Args {
-  const float* x;
-  std::int64_t x_bs, x_cs;
-  const float* w;
-  const float* bias;
-  float* y;
-  std::int64_t y_bs, y_cs;
-  std::int64_t batch, cout_g, groups, c_tiles, t_tiles;
-  std::int64_t pad, in_frames, out_frames;
-  int K, stride, mode;
-  int taps;          // taps of phase 0, ceil(K / stride): the most any phase has
-  int row;           // words per phase row of the window
-  int window;        // stride * row
-  unsigned s_magic;  // i / stride == __umulhi(i, s_magic) (stride >= 2)
+struct Enc2Args : EncoderArgs {
+  int taps;    // taps of phase 0, ceil(K / stride): the most any phase has
+  int row;     // words per phase row of the window
+  int window;  // stride * row
 };
 
+std::int64_t encoder2_phase_taps(const Conv1dParams& p) {
+  return (p.kernel_size + p.stride - 1) / p.stride;
+}
 // Tile tt covers frames [tt * 1024 - 4 + o, tt * 1024 + 1020 + o) of a class whose rows reach a
 // 16-byte boundary o frames after a multiple of 4; its window starts at frame tt * 1024 - 4.
 // Thread t reads phase words from 4 t + (a0 & ~3) up to 11 past it (offset, o, i and the second
 // tap of a pair), so a row holds 1028 + 4 ceil(taps / 4) words.
 std::int64_t encoder2_row(const Conv1dParams& p) {
-  const std::int64_t taps = (p.kernel_size + p.stride - 1) / p.stride;
-  return kEnc2Frames + 4 + (taps + 3) / 4 * 4;
+  return kEnc2Frames + 4 + (encoder2_phase_taps(p) + 3) / 4 * 4;
 }
 std::int64_t encoder2_smem_floats(const Conv1dParams& p) {
-  const std::int64_t taps = (p.kernel_size + p.stride - 1) / p.stride;
-  return p.stride * taps * kEnc2Co + kEnc2Co + 2 * p.stride * encoder2_row(p);
+  return p.stride * encoder2_phase_taps(p) * kEnc2Co + kEnc2Co + 2 * p.stride * encoder2_row(p);
 }
 
 // NA taps of one phase for the thread's 4 frames: frame i, tap a reads word E + i + a of xr
@@ -828,10 +824,8 @@ int decoder_phases(std::int64_t stride) {
 
 // ---- launchers -------------------------------------------------------------------------------
 
-// The fields both encoders' argument blocks share.
-template <class Args>
-void set_encoder_args(Args& a, const Conv1dParams& p, TensorView<const float> x, const float* w,
-                      const float* bias, TensorView<float> y) {
+void set_encoder_args(EncoderArgs& a, const Conv1dParams& p, TensorView<const float> x,
+                      const float* w, const float* bias, TensorView<float> y) {
   set_views(a, x, w, bias, y);
   a.batch = p.batch;
   a.cout_g = p.out_channels / p.groups;
@@ -893,7 +887,7 @@ void launch_conv1d_encoder2(const Conv1dParams& p, TensorView<const float> x, co
   set_encoder_args(a, p, x, w, bias, y);
   a.c_tiles = (a.cout_g + kEnc2Co - 1) / kEnc2Co;
   a.t_tiles = encoder2_tiles(p);
-  a.taps = static_cast<int>((p.kernel_size + p.stride - 1) / p.stride);
+  a.taps = static_cast<int>(encoder2_phase_taps(p));
   a.row = static_cast<int>(encoder2_row(p));
   a.window = a.stride * a.row;
   // Above 48 KB a kernel must opt in to its dynamic shared memory (once, for the largest size).

@@ -26,7 +26,7 @@ void set_wgmma_policy(WgmmaPolicy policy);
 WgmmaPolicy wgmma_policy();
 
 // The same three values for the aligned one-channel encoder (conv1d_encoder_aligned_ffma): kAuto
-// where its tiles fill the GPU, kAlways wherever it applies (tests), kNever
+// where it measured faster (see conv_dispatch.cu), kAlways wherever it applies (tests), kNever
 // (CONVBANK_CUDA_ENC_ALIGNED=0 sets the start value).
 void set_encoder_aligned_policy(WgmmaPolicy policy);
 WgmmaPolicy encoder_aligned_policy();
