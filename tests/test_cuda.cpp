@@ -967,6 +967,53 @@ TEST_CASE("cuda:sanitize two-stage tensor-core kernel against the float64 oracle
   }
 }
 
+// Layers whose taps the shared-memory-operand kernel's stages do not hold (large dilations), as
+// groups of consecutive taps on it, summed: equal and unequal groups, 2-4 of them, dilations that
+// are and are not multiples of 4, the 64-row tile, groups, reflect padding (zeros padding, then
+// the edge outputs), strided views. Fails unless every layer took the tap groups.
+TEST_CASE("cuda:sanitize tap groups on the tensor-core kernel against the float64 oracle") {
+  CUDA_OR_SKIP();
+  namespace cc = convbank::detail::cuda;
+  const PolicyScope policy(cc::WgmmaPolicy::kAlways);
+  GridStats stats;
+  std::uint64_t seed = 3141;
+  using C = Conv1dOptions;
+  run_config<Conv1d, C>(
+      {.in_channels = 32, .out_channels = 128, .kernel_size = 6, .padding = 375, .dilation = 150},
+      2, 3000, false, seed++, stats);
+  run_config<Conv1d, C>(
+      {.in_channels = 24, .out_channels = 48, .kernel_size = 9, .padding = 512, .dilation = 128}, 1,
+      2500, true, seed++, stats);
+  run_config<Conv1d, C>(
+      {.in_channels = 16, .out_channels = 64, .kernel_size = 7, .dilation = 200, .bias = false}, 2,
+      3001, false, seed++, stats);
+  run_config<Conv1d, C>({.in_channels = 32,
+                         .out_channels = 64,
+                         .kernel_size = 8,
+                         .padding = 896,
+                         .dilation = 256,
+                         .padding_mode = PaddingMode::kReflect},
+                        1, 2000, true, seed++, stats);
+  run_config<Conv1d, C>({.in_channels = 64,
+                         .out_channels = 128,
+                         .kernel_size = 6,
+                         .padding = 400,
+                         .dilation = 160,
+                         .groups = 2},
+                        2, 2001, false, seed++, stats);
+  run_config<Conv1d, C>(
+      {.in_channels = 16, .out_channels = 128, .kernel_size = 12, .padding = 3, .dilation = 100}, 1,
+      2999, false, seed++, stats);
+  MESSAGE("tap groups: ", stats.runs, " configs, worst ", stats.worst, " at ", stats.worst_config,
+          "; kernels: ", join(stats.kernels));
+  CHECK(stats.runs == 6);
+  if (cc::wgmma_available()) {
+    for (const std::string& k : stats.kernels) {
+      CHECK_MESSAGE(k.find("conv1d_taps_wgmma_ss_3xtf32_") != std::string::npos, k);
+    }
+  }
+}
+
 // ---- full-size workloads, checked on slices against float64 --------------------------------
 
 using convbank::detail::kWorkloads;  // workloads.md, GPU table
@@ -1755,6 +1802,11 @@ void for_each_kernel_family(Run&& run) {
                           .kernel_size = 7,
                           .padding = Padding::same(),
                           .padding_mode = PaddingMode::kReflect};
+    run(o, 2, 2100);
+  }
+  {  // ... groups of taps (K 6 at dilation 150: two convolutions of 3 taps, summed)
+    const Conv1dOptions o{
+        .in_channels = 32, .out_channels = 64, .kernel_size = 6, .padding = 375, .dilation = 150};
     run(o, 2, 2100);
   }
   {  // ... transposed at stride 1 with dilation

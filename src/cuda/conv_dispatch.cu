@@ -17,6 +17,11 @@
 //   x'[c s + r][q] = x[c][q s + r - pad])
 //                                  -> conv1d_s2d_wgmma_ss_3xtf32_{128x128,64x256}
 //                                     (CONVBANK_CUDA_S2D=0: off)
+//   compute capability 9.0, stride 1, zeros padding, in/groups >= 8, out/groups >= 32, at least
+//   2^24 multiply-adds, K taps whose stages the shared-memory-operand kernel does not hold but
+//   those of 2-4 groups of consecutive taps it does (large dilations)
+//                                  -> conv1d_taps_wgmma_ss_3xtf32_{128x128,64x256} (the groups'
+//                                     convolutions summed; CONVBANK_CUDA_TAP_GROUPS=0: off)
 //   compute capability 9.0, zeros padding, K <= 8 (K <= 16 for the first kernel below),
 //   in/groups >= 8, out/groups >= 32, at least 2^24 multiply-adds; out/groups filling 64-column
 //   tiles to 3/4 unless the first kernel below takes the layer
@@ -124,7 +129,8 @@ enum class Family {
   kDecoder,
   kDecoderWgmma,
   kS2d,
-  kD2s
+  kD2s,
+  kTaps
 };
 
 // Multiply-adds up to which a Conv1d of short rows runs one thread per output.
@@ -267,7 +273,7 @@ bool few_outputs_wgmma_wins(const Conv1dParams& p) {
 // Tensor-core kernel names: the register-fragment kernel (128 frames x 64 channels, ss_tile 0)
 // or the shared-memory-operand kernel (channels x frames, ss_tile = wgmma_ss_tile()). The phase
 // convolutions run only on the former, depth-to-space only on the latter.
-enum class WgmmaKind { kConv, kS2d, kTransposed, kPhase, kD2s };
+enum class WgmmaKind { kConv, kS2d, kTransposed, kPhase, kD2s, kTaps };
 const char* wgmma_name(WgmmaKind kind, int ss_tile) {
   static constexpr const char* kNames[3][3] = {
       {"conv1d_wgmma_3xtf32_128x64", "conv1d_wgmma_ss_3xtf32_64x256",
@@ -282,6 +288,9 @@ const char* wgmma_name(WgmmaKind kind, int ss_tile) {
     case WgmmaKind::kD2s:
       return ss_tile == 64 ? "conv_transpose1d_d2s_wgmma_ss_3xtf32_64x256"
                            : "conv_transpose1d_d2s_wgmma_ss_3xtf32_128x128";
+    case WgmmaKind::kTaps:
+      return ss_tile == 64 ? "conv1d_taps_wgmma_ss_3xtf32_64x256"
+                           : "conv1d_taps_wgmma_ss_3xtf32_128x128";
     default:
       return kNames[static_cast<int>(kind)][ss_tile / 64];
   }
@@ -460,7 +469,7 @@ Choice choose(const Conv1dParams& p) {
   if (!off && p.padding_mode != PaddingMode::kZeros && (p.pad_left > 0 || p.pad_right > 0)) {
     Choice z = choose_zeros_or_native(with_zeros_padding(p));
     if (z.family == Family::kWgmma || z.family == Family::kGemm2 ||
-        z.family == Family::kDecoderWgmma) {
+        z.family == Family::kDecoderWgmma || z.family == Family::kTaps) {
       z.edges = true;
       return z;
     }
@@ -489,6 +498,13 @@ Choice choose_zeros_or_native(const Conv1dParams& p) {
     }
   }
   const int ss = conv1d_ss_tile(p);
+  // Layers whose taps the SS kernel's stages do not hold, as groups of taps on it
+  // (conv1d_tap_groups) before the register-fragment kernel or the FFMA kernels: 1.4-3.3x
+  // faster than those on the 10 layers of log step 89.
+  if (ss == 0 && conv1d_tap_groups_supported(p) && use_wgmma(fmas, cout_g, true)) {
+    return {Family::kTaps, GemmTile::k128x128,
+            wgmma_name(WgmmaKind::kTaps, conv1d_tap_groups_ss_tile(p))};
+  }
   const bool tensor_cores = use_wgmma(fmas, cout_g, ss != 0);
   if (tensor_cores && conv1d_wgmma_supported(p)) {
     return {Family::kWgmma, GemmTile::k128x128, wgmma_name(WgmmaKind::kConv, ss)};
@@ -675,6 +691,9 @@ void launch_conv1d(const Choice& c, const Conv1dParams& p, TensorView<const floa
     case Family::kS2d:
       launch_conv1d_s2d_wgmma(p, input, weight, bias, output, s, c.name);
       break;
+    case Family::kTaps:
+      launch_conv1d_tap_groups_wgmma(p, input, weight, bias, output, s, c.name);
+      break;
     case Family::kWinograd:
       launch_conv1d_winograd(p, input, weight, bias, output, s, c.name);
       break;
@@ -748,6 +767,7 @@ void conv_transpose1d(const ConvTranspose1dParams& p, TensorView<const float> in
     case Family::kEncoder2:
     case Family::kDepthwise:
     case Family::kS2d:
+    case Family::kTaps:
       launch_conv_transpose1d_direct(p, input, weight, bias, output, s, c.name);
       break;
     case Family::kDecoder:

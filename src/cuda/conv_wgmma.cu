@@ -1676,6 +1676,113 @@ void launch_conv_transpose1d_wgmma(const ConvTranspose1dParams& p, TensorView<co
   }
 }
 
+// ---- tap groups: a stride-1 Conv1d as convolutions of fewer taps ----------------------------
+//
+// Taps f .. f + G - 1 of a Conv1d read input frame t + k d - pad_left (k >= f): a convolution
+// of G taps whose padding on the left is pad_left - f d (negative past the input's start). So
+// a layer whose K taps the SS kernel's stages do not hold (large dilations, more than 16 taps)
+// is the sum of n convolutions of consecutive taps that they do hold, the fewest such n. On the
+// H200 (log step 89 in docs/performance.md), K 6 at dilation 150 went from 3.82 ms on the
+// register-fragment kernel to 1.66 (cuDNN fp32 2.61), K 9 at dilation 128 from 4.16 on GEMM v2
+// to 2.09 (cuDNN 3.83), K 31 from 7.57 to 2.30 (cuDNN 9.62). The first group writes the output,
+// with the bias; each other group writes a workspace that a small kernel adds to the output. NaN
+// and Inf come through the sums as through the direct one's. Groups differ by at most one tap.
+
+namespace {
+
+constexpr int kMaxTapGroups = 4;
+
+struct TapGroup {
+  std::int64_t first, taps;
+};
+TapGroup tap_group(std::int64_t taps, int n, int g) {
+  const std::int64_t base = taps / n, extra = taps % n;
+  return {g * base + std::min<std::int64_t>(g, extra), base + (g < extra ? 1 : 0)};
+}
+Conv1dParams tap_group_params(const Conv1dParams& p, const TapGroup& tg) {
+  Conv1dParams q = p;
+  q.kernel_size = tg.taps;
+  q.pad_left = p.pad_left - tg.first * p.dilation;
+  return q;
+}
+
+// y[b][c][t] += src[b][c][t] (src dense).
+__global__ void add_into_kernel(float* y, std::int64_t y_bs, std::int64_t y_cs, const float* src,
+                                std::int64_t channels, std::int64_t frames, std::int64_t rows) {
+  for (std::int64_t row = blockIdx.z; row < rows; row += gridDim.z) {
+    float* yr = y + row / channels * y_bs + row % channels * y_cs;
+    const float* sr = src + row * frames;
+    for (std::int64_t t = std::int64_t{blockIdx.x} * blockDim.x + threadIdx.x; t < frames;
+         t += std::int64_t{gridDim.x} * blockDim.x) {
+      yr[t] += __ldcs(sr + t);
+    }
+  }
+}
+
+}  // namespace
+
+// CONVBANK_CUDA_TAP_GROUPS=0 turns them off (read once): such layers take the register-fragment
+// kernel or the FFMA kernels, as before.
+int conv1d_tap_groups(const Conv1dParams& p) {
+  static const bool off = env_off("CONVBANK_CUDA_TAP_GROUPS");
+  if (off || p.stride != 1 || p.kernel_size < 2 || p.padding_mode != PaddingMode::kZeros ||
+      conv1d_ss_tile(p) != 0) {
+    return 0;
+  }
+  for (int n = 2; n <= kMaxTapGroups && n <= p.kernel_size; ++n) {
+    bool fit = true;
+    for (int g = 0; g < n && fit; ++g) {
+      fit = conv1d_ss_tile(tap_group_params(p, tap_group(p.kernel_size, n, g))) != 0;
+    }
+    if (fit) return n;
+  }
+  return 0;
+}
+
+int conv1d_tap_groups_ss_tile(const Conv1dParams& p) {
+  const int n = conv1d_tap_groups(p);
+  return n == 0 ? 0 : conv1d_ss_tile(tap_group_params(p, tap_group(p.kernel_size, n, 0)));
+}
+
+bool conv1d_tap_groups_supported(const Conv1dParams& p) {
+  const int n = conv1d_tap_groups(p);
+  return n != 0 && device_is_sm90() &&
+         shape_fits(p.in_channels / p.groups, p.out_channels / p.groups,
+                    tap_group(p.kernel_size, n, 0).taps, 1, p.dilation, true) &&
+         kernel_loaded<false, false>();
+}
+
+void launch_conv1d_tap_groups_wgmma(const Conv1dParams& p, TensorView<const float> x,
+                                    const float* w, const float* bias, TensorView<float> y,
+                                    cudaStream_t stream, const char* name) {
+  const int n = conv1d_tap_groups(p);
+  const std::int64_t rows = p.batch * p.out_channels;
+  const std::int64_t part_floats = rows * p.out_frames;
+  const std::int64_t w_rows = p.out_channels * (p.in_channels / p.groups);
+  const std::int64_t w_floats = w_rows * tap_group(p.kernel_size, n, 0).taps;
+  Workspace ws(static_cast<std::size_t>(part_floats + w_floats) * sizeof(float), stream,
+               "tap groups' outputs and weights");
+  float* part = ws.floats();
+  float* wg = part + part_floats;
+  const TensorView<float> pv(part, Shape{p.batch, p.out_channels, p.out_frames}, Device::kCuda);
+  for (int g = 0; g < n; ++g) {
+    const TapGroup tg = tap_group(p.kernel_size, n, g);
+    check_cuda(
+        cudaMemcpy2DAsync(wg, sizeof(float) * tg.taps, w + tg.first, sizeof(float) * p.kernel_size,
+                          sizeof(float) * tg.taps, w_rows, cudaMemcpyDeviceToDevice, stream),
+        "cudaMemcpy2DAsync (tap group weights)");
+    launch_conv1d_wgmma_as(tap_group_params(p, tg), x, wg, g == 0 ? bias : nullptr, g == 0 ? y : pv,
+                           stream, name, p);
+    if (g == 0) continue;
+    const dim3 grid(grid_dim((p.out_frames + 1023) / 1024, kMaxGridX), 1,
+                    grid_dim(rows, kMaxGridYZ));
+    add_into_kernel<<<grid, 256, 0, stream>>>(y.data(), y.batch_stride(), y.channel_stride(), part,
+                                              p.out_channels, p.out_frames, rows);
+    check_launch("tap_groups_add", p);
+  }
+  ws.free("tap groups' outputs and weights");
+}
+
 // ---- depth-to-space: a strided ConvTranspose1d as one stride-1 convolution ---------------------
 //
 // With o + padding = q s + p (0 <= p < s), y[co][o] = sum_ci sum_j x[ci][q - j] w[ci][co][p + j s]
