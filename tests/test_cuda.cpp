@@ -970,7 +970,8 @@ TEST_CASE("cuda:sanitize two-stage tensor-core kernel against the float64 oracle
 // Layers whose taps the shared-memory-operand kernel's stages do not hold (large dilations), as
 // groups of consecutive taps on it, summed: equal and unequal groups, 2-4 of them, dilations that
 // are and are not multiples of 4, the 64-row tile, groups, reflect padding (zeros padding, then
-// the edge outputs), strided views. Fails unless every layer took the tap groups.
+// the edge outputs), strided views, ConvTranspose1d at stride 1. Fails unless every layer took
+// the tap groups.
 TEST_CASE("cuda:sanitize tap groups on the tensor-core kernel against the float64 oracle") {
   CUDA_OR_SKIP();
   namespace cc = convbank::detail::cuda;
@@ -1004,12 +1005,28 @@ TEST_CASE("cuda:sanitize tap groups on the tensor-core kernel against the float6
   run_config<Conv1d, C>(
       {.in_channels = 16, .out_channels = 128, .kernel_size = 12, .padding = 3, .dilation = 100}, 1,
       2999, false, seed++, stats);
+  using T = ConvTranspose1dOptions;
+  run_config<ConvTranspose1d, T>({.in_channels = 32,
+                                  .out_channels = 128,
+                                  .kernel_size = 6,
+                                  .stride = 1,
+                                  .padding = 375,
+                                  .dilation = 150},
+                                 2, 2500, false, seed++, stats);
+  run_config<ConvTranspose1d, T>({.in_channels = 24,
+                                  .out_channels = 64,
+                                  .kernel_size = 9,
+                                  .stride = 1,
+                                  .padding = 100,
+                                  .bias = false,
+                                  .dilation = 128},
+                                 1, 2001, true, seed++, stats);
   MESSAGE("tap groups: ", stats.runs, " configs, worst ", stats.worst, " at ", stats.worst_config,
           "; kernels: ", join(stats.kernels));
-  CHECK(stats.runs == 6);
+  CHECK(stats.runs == 8);
   if (cc::wgmma_available()) {
     for (const std::string& k : stats.kernels) {
-      CHECK_MESSAGE(k.find("conv1d_taps_wgmma_ss_3xtf32_") != std::string::npos, k);
+      CHECK_MESSAGE(k.find("_taps_wgmma_ss_3xtf32_") != std::string::npos, k);
     }
   }
 }
@@ -1807,6 +1824,15 @@ void for_each_kernel_family(Run&& run) {
   {  // ... groups of taps (K 6 at dilation 150: two convolutions of 3 taps, summed)
     const Conv1dOptions o{
         .in_channels = 32, .out_channels = 64, .kernel_size = 6, .padding = 375, .dilation = 150};
+    run(o, 2, 2100);
+  }
+  {  // ... the same for a ConvTranspose1d at stride 1
+    const ConvTranspose1dOptions o{.in_channels = 32,
+                                   .out_channels = 64,
+                                   .kernel_size = 6,
+                                   .stride = 1,
+                                   .padding = 200,
+                                   .dilation = 150};
     run(o, 2, 2100);
   }
   {  // ... transposed at stride 1 with dilation

@@ -301,15 +301,20 @@ void launch_conv1d_s2d_wgmma(const Conv1dParams& p, TensorView<const float> x, c
                              const float* bias, TensorView<float> y, cudaStream_t stream,
                              const char* name);
 
-// A stride-1 Conv1d whose taps the shared-memory-operand kernel's stages do not hold (large
-// dilations), as n convolutions of consecutive tap groups on it, summed (conv_wgmma.cu): n, or 0
-// where that does not apply. conv1d_tap_groups_ss_tile(): the first group's tile.
-int conv1d_tap_groups(const Conv1dParams& p);
+// A stride-1 Conv1d or ConvTranspose1d whose taps the shared-memory-operand kernel's stages do
+// not hold (large dilations, more than 16 taps), as n convolutions of consecutive tap groups on
+// it, summed (conv_wgmma.cu). *_ss_tile(): the first group's tile.
 int conv1d_tap_groups_ss_tile(const Conv1dParams& p);
 bool conv1d_tap_groups_supported(const Conv1dParams& p);
 void launch_conv1d_tap_groups_wgmma(const Conv1dParams& p, TensorView<const float> x,
                                     const float* w, const float* bias, TensorView<float> y,
                                     cudaStream_t stream, const char* name);
+int conv_transpose1d_tap_groups_ss_tile(const ConvTranspose1dParams& p);
+bool conv_transpose1d_tap_groups_supported(const ConvTranspose1dParams& p);
+void launch_conv_transpose1d_tap_groups_wgmma(const ConvTranspose1dParams& p,
+                                              TensorView<const float> x, const float* w,
+                                              const float* bias, TensorView<float> y,
+                                              cudaStream_t stream, const char* name);
 
 // A ConvTranspose1d of stride s > 1 (dilation 1, ceil(K / s) = 2..8 taps, in/groups >= 8,
 // s * out/groups >= 32) as one stride-1 tensor-core convolution whose s * out/groups output

@@ -21,7 +21,9 @@
 //   2^24 multiply-adds, K taps whose stages the shared-memory-operand kernel does not hold but
 //   those of 2-4 groups of consecutive taps it does (large dilations)
 //                                  -> conv1d_taps_wgmma_ss_3xtf32_{128x128,64x256} (the groups'
-//                                     convolutions summed; CONVBANK_CUDA_TAP_GROUPS=0: off)
+//                                     convolutions summed; CONVBANK_CUDA_TAP_GROUPS=0: off;
+//                                     ConvTranspose1d at stride 1 likewise:
+//                                     conv_transpose1d_taps_wgmma_ss_3xtf32_*)
 //   compute capability 9.0, zeros padding, K <= 8 (K <= 16 for the first kernel below),
 //   in/groups >= 8, out/groups >= 32, at least 2^24 multiply-adds; out/groups filling 64-column
 //   tiles to 3/4 unless the first kernel below takes the layer
@@ -273,7 +275,7 @@ bool few_outputs_wgmma_wins(const Conv1dParams& p) {
 // Tensor-core kernel names: the register-fragment kernel (128 frames x 64 channels, ss_tile 0)
 // or the shared-memory-operand kernel (channels x frames, ss_tile = wgmma_ss_tile()). The phase
 // convolutions run only on the former, depth-to-space only on the latter.
-enum class WgmmaKind { kConv, kS2d, kTransposed, kPhase, kD2s, kTaps };
+enum class WgmmaKind { kConv, kS2d, kTransposed, kPhase, kD2s, kTaps, kTransposedTaps };
 const char* wgmma_name(WgmmaKind kind, int ss_tile) {
   static constexpr const char* kNames[3][3] = {
       {"conv1d_wgmma_3xtf32_128x64", "conv1d_wgmma_ss_3xtf32_64x256",
@@ -291,6 +293,9 @@ const char* wgmma_name(WgmmaKind kind, int ss_tile) {
     case WgmmaKind::kTaps:
       return ss_tile == 64 ? "conv1d_taps_wgmma_ss_3xtf32_64x256"
                            : "conv1d_taps_wgmma_ss_3xtf32_128x128";
+    case WgmmaKind::kTransposedTaps:
+      return ss_tile == 64 ? "conv_transpose1d_taps_wgmma_ss_3xtf32_64x256"
+                           : "conv_transpose1d_taps_wgmma_ss_3xtf32_128x128";
     default:
       return kNames[static_cast<int>(kind)][ss_tile / 64];
   }
@@ -558,6 +563,12 @@ Choice choose(const ConvTranspose1dParams& p) {
     return {Family::kDecoderWgmma, GemmTile::k128x128, "conv_transpose1d_decoder_wgmma_3xtf32"};
   }
   const int ss = p.stride == 1 ? conv_transpose1d_ss_tile(p) : 0;
+  // As for Conv1d: taps that the SS kernel's stages do not hold, as groups of taps on it.
+  if (p.stride == 1 && ss == 0 && conv_transpose1d_tap_groups_supported(p) &&
+      use_wgmma(fmas, cout_g, true)) {
+    return {Family::kTaps, GemmTile::k128x128,
+            wgmma_name(WgmmaKind::kTransposedTaps, conv_transpose1d_tap_groups_ss_tile(p))};
+  }
   if (use_wgmma(fmas, cout_g, p.stride > 1 || ss != 0) && conv_transpose1d_wgmma_supported(p)) {
     return {Family::kWgmma, GemmTile::k128x128,
             wgmma_name(p.stride == 1 ? WgmmaKind::kTransposed : WgmmaKind::kPhase, ss)};
@@ -767,8 +778,10 @@ void conv_transpose1d(const ConvTranspose1dParams& p, TensorView<const float> in
     case Family::kEncoder2:
     case Family::kDepthwise:
     case Family::kS2d:
-    case Family::kTaps:
       launch_conv_transpose1d_direct(p, input, weight, bias, output, s, c.name);
+      break;
+    case Family::kTaps:
+      launch_conv_transpose1d_tap_groups_wgmma(p, input, weight, bias, output, s, c.name);
       break;
     case Family::kDecoder:
       launch_conv_transpose1d_decoder(p, input, weight, bias, output, s, c.name);

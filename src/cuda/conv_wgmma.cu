@@ -1676,17 +1676,19 @@ void launch_conv_transpose1d_wgmma(const ConvTranspose1dParams& p, TensorView<co
   }
 }
 
-// ---- tap groups: a stride-1 Conv1d as convolutions of fewer taps ----------------------------
+// ---- tap groups: a stride-1 convolution as convolutions of fewer taps -------------------------
 //
 // Taps f .. f + G - 1 of a Conv1d read input frame t + k d - pad_left (k >= f): a convolution
-// of G taps whose padding on the left is pad_left - f d (negative past the input's start). So
-// a layer whose K taps the SS kernel's stages do not hold (large dilations, more than 16 taps)
-// is the sum of n convolutions of consecutive taps that they do hold, the fewest such n. On the
-// H200 (log step 89 in docs/performance.md), K 6 at dilation 150 went from 3.82 ms on the
-// register-fragment kernel to 1.66 (cuDNN fp32 2.61), K 9 at dilation 128 from 4.16 on GEMM v2
-// to 2.09 (cuDNN 3.83), K 31 from 7.57 to 2.30 (cuDNN 9.62). The first group writes the output,
-// with the bias; each other group writes a workspace that a small kernel adds to the output. NaN
-// and Inf come through the sums as through the direct one's. Groups differ by at most one tap.
+// of G taps whose padding on the left is pad_left - f d (negative past the input's start); those
+// of a stride-1 ConvTranspose1d read frame t + padding - k d, one of G taps with padding
+// padding - f d. So a layer whose K taps the SS kernel's stages do not hold (large dilations,
+// more than 16 taps) is the sum of n convolutions of consecutive taps that they do hold, the
+// fewest such n. On the H200 (log step 89 in docs/performance.md), K 6 at dilation 150 went
+// from 3.82 ms on the register-fragment kernel to 1.66 (cuDNN fp32 2.61), K 9 at dilation 128
+// from 4.16 on GEMM v2 to 2.09 (cuDNN 3.83), K 31 from 7.57 to 2.30 (cuDNN 9.62). The first
+// group writes the output, with the bias; each other group writes a workspace that a small
+// kernel adds to the output. NaN and Inf come through the sums as through the direct one's.
+// Groups differ by at most one tap.
 
 namespace {
 
@@ -1705,6 +1707,31 @@ Conv1dParams tap_group_params(const Conv1dParams& p, const TapGroup& tg) {
   q.pad_left = p.pad_left - tg.first * p.dilation;
   return q;
 }
+ConvTranspose1dParams tap_group_params(const ConvTranspose1dParams& p, const TapGroup& tg) {
+  ConvTranspose1dParams q = p;
+  q.kernel_size = tg.taps;
+  q.padding = p.padding - tg.first * p.dilation;
+  return q;
+}
+int ss_tile_of(const Conv1dParams& p) {
+  return conv1d_ss_tile(p);
+}
+int ss_tile_of(const ConvTranspose1dParams& p) {
+  return conv_transpose1d_ss_tile(p);
+}
+bool zeros_padding(const Conv1dParams& p) {
+  return p.padding_mode == PaddingMode::kZeros;
+}
+bool zeros_padding(const ConvTranspose1dParams&) {
+  return true;
+}
+// Rows of K taps in the weights: [out][in / groups][K] and [in][out / groups][K].
+std::int64_t weight_rows(const Conv1dParams& p) {
+  return p.out_channels * (p.in_channels / p.groups);
+}
+std::int64_t weight_rows(const ConvTranspose1dParams& p) {
+  return p.in_channels * (p.out_channels / p.groups);
+}
 
 // y[b][c][t] += src[b][c][t] (src dense).
 __global__ void add_into_kernel(float* y, std::int64_t y_bs, std::int64_t y_cs, const float* src,
@@ -1719,46 +1746,47 @@ __global__ void add_into_kernel(float* y, std::int64_t y_bs, std::int64_t y_cs, 
   }
 }
 
-}  // namespace
-
 // CONVBANK_CUDA_TAP_GROUPS=0 turns them off (read once): such layers take the register-fragment
 // kernel or the FFMA kernels, as before.
-int conv1d_tap_groups(const Conv1dParams& p) {
+template <class P>
+int tap_groups(const P& p) {
   static const bool off = env_off("CONVBANK_CUDA_TAP_GROUPS");
-  if (off || p.stride != 1 || p.kernel_size < 2 || p.padding_mode != PaddingMode::kZeros ||
-      conv1d_ss_tile(p) != 0) {
+  if (off || p.stride != 1 || p.kernel_size < 2 || !zeros_padding(p) || ss_tile_of(p) != 0) {
     return 0;
   }
   for (int n = 2; n <= kMaxTapGroups && n <= p.kernel_size; ++n) {
     bool fit = true;
     for (int g = 0; g < n && fit; ++g) {
-      fit = conv1d_ss_tile(tap_group_params(p, tap_group(p.kernel_size, n, g))) != 0;
+      fit = ss_tile_of(tap_group_params(p, tap_group(p.kernel_size, n, g))) != 0;
     }
     if (fit) return n;
   }
   return 0;
 }
 
-int conv1d_tap_groups_ss_tile(const Conv1dParams& p) {
-  const int n = conv1d_tap_groups(p);
-  return n == 0 ? 0 : conv1d_ss_tile(tap_group_params(p, tap_group(p.kernel_size, n, 0)));
+template <class P>
+int tap_groups_ss_tile(const P& p) {
+  const int n = tap_groups(p);
+  return n == 0 ? 0 : ss_tile_of(tap_group_params(p, tap_group(p.kernel_size, n, 0)));
 }
 
-bool conv1d_tap_groups_supported(const Conv1dParams& p) {
-  const int n = conv1d_tap_groups(p);
+template <bool kT, class P>
+bool tap_groups_supported(const P& p) {
+  const int n = tap_groups(p);
   return n != 0 && device_is_sm90() &&
          shape_fits(p.in_channels / p.groups, p.out_channels / p.groups,
                     tap_group(p.kernel_size, n, 0).taps, 1, p.dilation, true) &&
-         kernel_loaded<false, false>();
+         kernel_loaded<kT, false>();
 }
 
-void launch_conv1d_tap_groups_wgmma(const Conv1dParams& p, TensorView<const float> x,
-                                    const float* w, const float* bias, TensorView<float> y,
-                                    cudaStream_t stream, const char* name) {
-  const int n = conv1d_tap_groups(p);
+// launch(q, w, bias, y): the stride-1 tensor-core launch of group q.
+template <class P, class Launch>
+void launch_tap_groups(const P& p, const float* w, const float* bias, TensorView<float> y,
+                       cudaStream_t stream, Launch&& launch) {
+  const int n = tap_groups(p);
   const std::int64_t rows = p.batch * p.out_channels;
   const std::int64_t part_floats = rows * p.out_frames;
-  const std::int64_t w_rows = p.out_channels * (p.in_channels / p.groups);
+  const std::int64_t w_rows = weight_rows(p);
   const std::int64_t w_floats = w_rows * tap_group(p.kernel_size, n, 0).taps;
   Workspace ws(static_cast<std::size_t>(part_floats + w_floats) * sizeof(float), stream,
                "tap groups' outputs and weights");
@@ -1771,8 +1799,7 @@ void launch_conv1d_tap_groups_wgmma(const Conv1dParams& p, TensorView<const floa
         cudaMemcpy2DAsync(wg, sizeof(float) * tg.taps, w + tg.first, sizeof(float) * p.kernel_size,
                           sizeof(float) * tg.taps, w_rows, cudaMemcpyDeviceToDevice, stream),
         "cudaMemcpy2DAsync (tap group weights)");
-    launch_conv1d_wgmma_as(tap_group_params(p, tg), x, wg, g == 0 ? bias : nullptr, g == 0 ? y : pv,
-                           stream, name, p);
+    launch(tap_group_params(p, tg), wg, g == 0 ? bias : nullptr, g == 0 ? y : pv);
     if (g == 0) continue;
     const dim3 grid(grid_dim((p.out_frames + 1023) / 1024, kMaxGridX), 1,
                     grid_dim(rows, kMaxGridYZ));
@@ -1781,6 +1808,41 @@ void launch_conv1d_tap_groups_wgmma(const Conv1dParams& p, TensorView<const floa
     check_launch("tap_groups_add", p);
   }
   ws.free("tap groups' outputs and weights");
+}
+
+}  // namespace
+
+int conv1d_tap_groups_ss_tile(const Conv1dParams& p) {
+  return tap_groups_ss_tile(p);
+}
+bool conv1d_tap_groups_supported(const Conv1dParams& p) {
+  return tap_groups_supported<false>(p);
+}
+void launch_conv1d_tap_groups_wgmma(const Conv1dParams& p, TensorView<const float> x,
+                                    const float* w, const float* bias, TensorView<float> y,
+                                    cudaStream_t stream, const char* name) {
+  launch_tap_groups(
+      p, w, bias, y, stream,
+      [&](const Conv1dParams& q, const float* wq, const float* bq, TensorView<float> yq) {
+        launch_conv1d_wgmma_as(q, x, wq, bq, yq, stream, name, p);
+      });
+}
+
+int conv_transpose1d_tap_groups_ss_tile(const ConvTranspose1dParams& p) {
+  return tap_groups_ss_tile(p);
+}
+bool conv_transpose1d_tap_groups_supported(const ConvTranspose1dParams& p) {
+  return tap_groups_supported<true>(p);
+}
+void launch_conv_transpose1d_tap_groups_wgmma(const ConvTranspose1dParams& p,
+                                              TensorView<const float> x, const float* w,
+                                              const float* bias, TensorView<float> y,
+                                              cudaStream_t stream, const char* name) {
+  launch_tap_groups(
+      p, w, bias, y, stream,
+      [&](const ConvTranspose1dParams& q, const float* wq, const float* bq, TensorView<float> yq) {
+        launch_conv_transpose1d_wgmma(q, x, wq, bq, yq, stream, name);
+      });
 }
 
 // ---- depth-to-space: a strided ConvTranspose1d as one stride-1 convolution ---------------------
