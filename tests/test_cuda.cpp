@@ -970,8 +970,8 @@ TEST_CASE("cuda:sanitize two-stage tensor-core kernel against the float64 oracle
 // Layers whose taps the shared-memory-operand kernel's stages do not hold (large dilations), as
 // groups of consecutive taps on it, summed: equal and unequal groups, 2-4 of them, dilations that
 // are and are not multiples of 4, the 64-row tile, groups, reflect padding (zeros padding, then
-// the edge outputs), strided views, ConvTranspose1d at stride 1. Fails unless every layer took
-// the tap groups.
+// the edge outputs), strided views, ConvTranspose1d at stride 1, batch slices. Fails unless
+// every layer took the tap groups.
 TEST_CASE("cuda:sanitize tap groups on the tensor-core kernel against the float64 oracle") {
   CUDA_OR_SKIP();
   namespace cc = convbank::detail::cuda;
@@ -1021,9 +1021,25 @@ TEST_CASE("cuda:sanitize tap groups on the tensor-core kernel against the float6
                                   .bias = false,
                                   .dilation = 128},
                                  1, 2001, true, seed++, stats);
+  {
+    // A workspace of one batch item's partial output: each item runs as a slice of its own.
+    const std::size_t cap = cc::tap_groups_workspace_cap();
+    cc::set_tap_groups_workspace_cap(1);
+    run_config<Conv1d, C>(
+        {.in_channels = 32, .out_channels = 64, .kernel_size = 9, .padding = 500, .dilation = 125},
+        3, 2003, true, seed++, stats);
+    run_config<ConvTranspose1d, T>({.in_channels = 32,
+                                    .out_channels = 128,
+                                    .kernel_size = 6,
+                                    .stride = 1,
+                                    .padding = 10,
+                                    .dilation = 150},
+                                   2, 1800, false, seed++, stats);
+    cc::set_tap_groups_workspace_cap(cap);
+  }
   MESSAGE("tap groups: ", stats.runs, " configs, worst ", stats.worst, " at ", stats.worst_config,
           "; kernels: ", join(stats.kernels));
-  CHECK(stats.runs == 8);
+  CHECK(stats.runs == 10);
   if (cc::wgmma_available()) {
     for (const std::string& k : stats.kernels) {
       CHECK_MESSAGE(k.find("_taps_wgmma_ss_3xtf32_") != std::string::npos, k);

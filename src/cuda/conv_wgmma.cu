@@ -1779,38 +1779,70 @@ bool tap_groups_supported(const P& p) {
          kernel_loaded<kT, false>();
 }
 
-// launch(q, w, bias, y): the stride-1 tensor-core launch of group q.
+// Batch items [b0, b0 + n) of v.
+template <class T>
+TensorView<T> batch_slice(TensorView<T> v, std::int64_t b0, std::int64_t n) {
+  return TensorView<T>(v.data() + b0 * v.batch_stride(), Shape{n, v.channels(), v.frames()},
+                       v.batch_stride(), v.channel_stride(), Device::kCuda);
+}
+
+std::atomic<std::size_t> g_tap_groups_cap{std::size_t{1} << 30};
+
+// launch(q, x, w, bias, y): the stride-1 tensor-core launch of group q. The groups' partial
+// outputs take a workspace of at most tap_groups_workspace_cap() bytes (one batch item's at
+// least): larger layers run in batch slices.
 template <class P, class Launch>
-void launch_tap_groups(const P& p, const float* w, const float* bias, TensorView<float> y,
-                       cudaStream_t stream, Launch&& launch) {
+void launch_tap_groups(const P& p, TensorView<const float> x, const float* w, const float* bias,
+                       TensorView<float> y, cudaStream_t stream, Launch&& launch) {
   const int n = tap_groups(p);
-  const std::int64_t rows = p.batch * p.out_channels;
-  const std::int64_t part_floats = rows * p.out_frames;
+  const std::int64_t item_floats = p.out_channels * p.out_frames;
+  const std::int64_t cap_floats =
+      static_cast<std::int64_t>(g_tap_groups_cap.load(std::memory_order_relaxed) / sizeof(float));
+  const std::int64_t per_slice = std::max<std::int64_t>(1, cap_floats / item_floats);
+  const std::int64_t slices = (p.batch + per_slice - 1) / per_slice;
+  const std::int64_t slice = (p.batch + slices - 1) / slices;
   const std::int64_t w_rows = weight_rows(p);
   const std::int64_t w_floats = w_rows * tap_group(p.kernel_size, n, 0).taps;
-  Workspace ws(static_cast<std::size_t>(part_floats + w_floats) * sizeof(float), stream,
+  Workspace ws(static_cast<std::size_t>(slice * item_floats + w_floats) * sizeof(float), stream,
                "tap groups' outputs and weights");
   float* part = ws.floats();
-  float* wg = part + part_floats;
-  const TensorView<float> pv(part, Shape{p.batch, p.out_channels, p.out_frames}, Device::kCuda);
+  float* wg = part + slice * item_floats;
   for (int g = 0; g < n; ++g) {
     const TapGroup tg = tap_group(p.kernel_size, n, g);
     check_cuda(
         cudaMemcpy2DAsync(wg, sizeof(float) * tg.taps, w + tg.first, sizeof(float) * p.kernel_size,
                           sizeof(float) * tg.taps, w_rows, cudaMemcpyDeviceToDevice, stream),
         "cudaMemcpy2DAsync (tap group weights)");
-    launch(tap_group_params(p, tg), wg, g == 0 ? bias : nullptr, g == 0 ? y : pv);
-    if (g == 0) continue;
-    const dim3 grid(grid_dim((p.out_frames + 1023) / 1024, kMaxGridX), 1,
-                    grid_dim(rows, kMaxGridYZ));
-    add_into_kernel<<<grid, 256, 0, stream>>>(y.data(), y.batch_stride(), y.channel_stride(), part,
-                                              p.out_channels, p.out_frames, rows);
-    check_launch("tap_groups_add", p);
+    for (std::int64_t b0 = 0; b0 < p.batch; b0 += slice) {
+      const std::int64_t nb = std::min(slice, p.batch - b0);
+      P q = tap_group_params(p, tg);
+      q.batch = nb;
+      const TensorView<float> ys = batch_slice(y, b0, nb);
+      if (g == 0) {
+        launch(q, batch_slice(x, b0, nb), wg, bias, ys);
+        continue;
+      }
+      const TensorView<float> pv(part, Shape{nb, p.out_channels, p.out_frames}, Device::kCuda);
+      launch(q, batch_slice(x, b0, nb), wg, nullptr, pv);
+      const std::int64_t rows = nb * p.out_channels;
+      const dim3 grid(grid_dim((p.out_frames + 1023) / 1024, kMaxGridX), 1,
+                      grid_dim(rows, kMaxGridYZ));
+      add_into_kernel<<<grid, 256, 0, stream>>>(ys.data(), ys.batch_stride(), ys.channel_stride(),
+                                                part, p.out_channels, p.out_frames, rows);
+      check_launch("tap_groups_add", p);
+    }
   }
   ws.free("tap groups' outputs and weights");
 }
 
 }  // namespace
+
+void set_tap_groups_workspace_cap(std::size_t bytes) {
+  g_tap_groups_cap.store(bytes, std::memory_order_relaxed);
+}
+std::size_t tap_groups_workspace_cap() {
+  return g_tap_groups_cap.load(std::memory_order_relaxed);
+}
 
 int conv1d_tap_groups_ss_tile(const Conv1dParams& p) {
   return tap_groups_ss_tile(p);
@@ -1822,10 +1854,9 @@ void launch_conv1d_tap_groups_wgmma(const Conv1dParams& p, TensorView<const floa
                                     const float* w, const float* bias, TensorView<float> y,
                                     cudaStream_t stream, const char* name) {
   launch_tap_groups(
-      p, w, bias, y, stream,
-      [&](const Conv1dParams& q, const float* wq, const float* bq, TensorView<float> yq) {
-        launch_conv1d_wgmma_as(q, x, wq, bq, yq, stream, name, p);
-      });
+      p, x, w, bias, y, stream,
+      [&](const Conv1dParams& q, TensorView<const float> xq, const float* wq, const float* bq,
+          TensorView<float> yq) { launch_conv1d_wgmma_as(q, xq, wq, bq, yq, stream, name, p); });
 }
 
 int conv_transpose1d_tap_groups_ss_tile(const ConvTranspose1dParams& p) {
@@ -1838,11 +1869,11 @@ void launch_conv_transpose1d_tap_groups_wgmma(const ConvTranspose1dParams& p,
                                               TensorView<const float> x, const float* w,
                                               const float* bias, TensorView<float> y,
                                               cudaStream_t stream, const char* name) {
-  launch_tap_groups(
-      p, w, bias, y, stream,
-      [&](const ConvTranspose1dParams& q, const float* wq, const float* bq, TensorView<float> yq) {
-        launch_conv_transpose1d_wgmma(q, x, wq, bq, yq, stream, name);
-      });
+  launch_tap_groups(p, x, w, bias, y, stream,
+                    [&](const ConvTranspose1dParams& q, TensorView<const float> xq, const float* wq,
+                        const float* bq, TensorView<float> yq) {
+                      launch_conv_transpose1d_wgmma(q, xq, wq, bq, yq, stream, name);
+                    });
 }
 
 // ---- depth-to-space: a strided ConvTranspose1d as one stride-1 convolution ---------------------

@@ -2,6 +2,7 @@
 // benchmark and the tests can report (and check) the choice.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 #include "../core/backend.hpp"  // relative: the tests and the benchmark include this header too
@@ -30,6 +31,12 @@ WgmmaPolicy wgmma_policy();
 // (CONVBANK_CUDA_ENC_ALIGNED=0 sets the start value).
 void set_encoder_aligned_policy(WgmmaPolicy policy);
 WgmmaPolicy encoder_aligned_policy();
+
+// The most bytes of stream-ordered workspace the tap groups (conv1d_taps_*,
+// conv_transpose1d_taps_*) hold for the groups' partial outputs, 1 GiB to start with; layers
+// whose output is larger run in batch slices (tests set less to check the slices).
+void set_tap_groups_workspace_cap(std::size_t bytes);
+std::size_t tap_groups_workspace_cap();
 
 // How the launches of the shared-memory-operand tensor-core kernel brought in their input,
 // counted since the program started: bulk tensor copies of rows (rows 16-byte aligned), of
