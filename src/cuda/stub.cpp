@@ -91,4 +91,8 @@ const char* conv_transpose1d_kernel_name(const ConvTranspose1dParams&) {
 SsInputCopies ss_input_copies() {
   return {};
 }
+void set_tap_groups_workspace_cap(std::size_t) {}
+std::size_t tap_groups_workspace_cap() {
+  return 0;
+}
 }  // namespace convbank::detail::cuda
