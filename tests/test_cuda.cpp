@@ -1560,81 +1560,117 @@ TEST_CASE("cuda: tensor-core decoders against the float64 oracle") {
   CUDA_OR_SKIP();
   namespace cc = convbank::detail::cuda;
   const PolicyScope policy(cc::WgmmaPolicy::kAlways);  // the small shapes too
-  GridStats stats;
-  std::uint64_t seed = 8080;
-  using T = ConvTranspose1dOptions;
-  auto transpose = [&](const T& o, std::int64_t n, std::int64_t frames, bool strided) {
-    CHECK(run_config<ConvTranspose1d, T>(o, n, frames, strided, seed++, stats));
-  };
-  transpose({.in_channels = 512, .out_channels = 1, .kernel_size = 16, .stride = 8}, 2, 3001,
-            false);
-  transpose({.in_channels = 64, .out_channels = 1, .kernel_size = 16, .stride = 8, .padding = 3}, 3,
-            1000, true);
-  transpose({.in_channels = 200,
-             .out_channels = 2,
-             .kernel_size = 8,
-             .stride = 4,
-             .padding = 5,
-             .output_padding = 3},
-            2, 777, false);
-  transpose({.in_channels = 27, .out_channels = 4, .kernel_size = 8, .stride = 4, .bias = false}, 2,
-            513, true);
-  transpose({.in_channels = 2 * 40,
-             .out_channels = 2 * 2,
-             .kernel_size = 6,
-             .stride = 2,
-             .padding = 1,
-             .groups = 2},
-            2, 640, false);
-  transpose({.in_channels = 3 * 8, .out_channels = 3, .kernel_size = 8, .stride = 8, .groups = 3},
-            2, 300, true);
-  transpose({.in_channels = 480, .out_channels = 1, .kernel_size = 16, .stride = 1, .padding = 20},
-            1, 1500, false);
-  transpose({.in_channels = 48, .out_channels = 1, .kernel_size = 4, .stride = 2, .padding = 300},
-            2, 400, false);
-  transpose({.in_channels = 33, .out_channels = 2, .kernel_size = 16, .stride = 16}, 1, 129, true);
-  transpose({.in_channels = 130, .out_channels = 1, .kernel_size = 32, .stride = 16, .padding = 7},
-            2, 2000, false);
-  using C = Conv1dOptions;
-  auto conv = [&](const C& o, std::int64_t n, std::int64_t frames, bool strided) {
-    CHECK(run_config<Conv1d, C>(o, n, frames, strided, seed++, stats));
-  };
-  conv({.in_channels = 32, .out_channels = 1, .kernel_size = 7, .padding = 3}, 2, 3001, false);
-  conv({.in_channels = 64, .out_channels = 2, .kernel_size = 7, .padding = 6, .bias = false}, 1,
-       2000, true);
-  conv({.in_channels = 2 * 40, .out_channels = 2 * 4, .kernel_size = 5, .groups = 2}, 2, 777,
-       false);
-  conv({.in_channels = 130, .out_channels = 1, .kernel_size = 32, .padding = 31}, 1, 1500, true);
-  conv({.in_channels = 16, .out_channels = 1, .kernel_size = 1}, 3, 1000, false);
-  conv({.in_channels = 27, .out_channels = 3, .kernel_size = 4, .padding = Padding::same()}, 2, 513,
-       true);
-  conv({.in_channels = 32,
-        .out_channels = 1,
-        .kernel_size = 7,
-        .padding = 3,
-        .padding_mode = PaddingMode::kReflect},
-       2, 1200, false);
-  conv({.in_channels = 8, .out_channels = 4, .kernel_size = 8, .padding = 2}, 1, 300, false);
-  MESSAGE("tensor-core decoders: worst ", stats.worst, " at ", stats.worst_config,
-          "; kernels: ", join(stats.kernels));
-  CHECK(stats.runs == 18);
-  if (cc::wgmma_available()) {
-    CHECK(stats.kernels == std::set<std::string>{"conv_transpose1d_decoder_wgmma_3xtf32",
-                                                 "conv1d_few_outputs_wgmma_3xtf32"});
-    // The default policy gives it a decoder of two outputs (its FFMA rival computes 16
-    // multiply-adds per input value there).
-    const PolicyScope auto_policy(cc::WgmmaPolicy::kAuto);
-    const ConvTranspose1d two(
-        {.in_channels = 512, .out_channels = 2, .kernel_size = 8, .stride = 4});
-    CHECK(std::string(kernel_of(two, Shape{16, 512, 16383})) ==
-          "conv_transpose1d_decoder_wgmma_3xtf32");
-    // ... and HiFi-GAN's conv_post, on one second of 24 kHz audio.
-    const Conv1d post({.in_channels = 32, .out_channels = 1, .kernel_size = 7, .padding = 3});
-    CHECK(std::string(kernel_of(post, Shape{1, 32, 24000})) == "conv1d_few_outputs_wgmma_3xtf32");
-    // Eight inputs per group would leave 7/8 of its 64-channel reduction padding.
-    const Conv1d eight({.in_channels = 8, .out_channels = 1, .kernel_size = 7, .padding = 3});
-    CHECK(std::string(kernel_of(eight, Shape{8, 8, 131072})) == "conv1d_direct_coalesced");
+  const bool tma_was = cc::decoder_tma();
+  // Every layer twice: input through the copy engine where the layer allows it (more than 64
+  // channels per group, a multiple of 4; 16-byte aligned views), then loaded by the consumers
+  // themselves.
+  for (const bool tma : {true, false}) {
+    cc::set_decoder_tma(tma);
+    const std::uint64_t tma_before = cc::decoder_tma_launches();
+    GridStats stats;
+    std::uint64_t seed = 8080;
+    using T = ConvTranspose1dOptions;
+    auto transpose = [&](const T& o, std::int64_t n, std::int64_t frames, bool strided) {
+      CHECK(run_config<ConvTranspose1d, T>(o, n, frames, strided, seed++, stats));
+    };
+    transpose({.in_channels = 512, .out_channels = 1, .kernel_size = 16, .stride = 8}, 2, 3001,
+              false);
+    transpose({.in_channels = 64, .out_channels = 1, .kernel_size = 16, .stride = 8, .padding = 3},
+              3, 1000, true);
+    transpose({.in_channels = 200,
+               .out_channels = 2,
+               .kernel_size = 8,
+               .stride = 4,
+               .padding = 5,
+               .output_padding = 3},
+              2, 777, false);
+    transpose({.in_channels = 27, .out_channels = 4, .kernel_size = 8, .stride = 4, .bias = false},
+              2, 513, true);
+    transpose({.in_channels = 2 * 40,
+               .out_channels = 2 * 2,
+               .kernel_size = 6,
+               .stride = 2,
+               .padding = 1,
+               .groups = 2},
+              2, 640, false);
+    transpose({.in_channels = 3 * 8, .out_channels = 3, .kernel_size = 8, .stride = 8, .groups = 3},
+              2, 300, true);
+    transpose(
+        {.in_channels = 480, .out_channels = 1, .kernel_size = 16, .stride = 1, .padding = 20}, 1,
+        1500, false);
+    transpose({.in_channels = 48, .out_channels = 1, .kernel_size = 4, .stride = 2, .padding = 300},
+              2, 400, false);
+    transpose({.in_channels = 33, .out_channels = 2, .kernel_size = 16, .stride = 16}, 1, 129,
+              true);
+    transpose(
+        {.in_channels = 130, .out_channels = 1, .kernel_size = 32, .stride = 16, .padding = 7}, 2,
+        2000, false);
+    // Many tiles per block (a block's ring runs on across its tiles), and across groups; with
+    // more than 64 channels per group the input comes through the copy engine.
+    transpose({.in_channels = 128, .out_channels = 1, .kernel_size = 16, .stride = 8}, 4, 40000,
+              false);
+    transpose(
+        {.in_channels = 2 * 96, .out_channels = 2 * 2, .kernel_size = 8, .stride = 4, .groups = 2},
+        3, 20001, false);
+    using C = Conv1dOptions;
+    auto conv = [&](const C& o, std::int64_t n, std::int64_t frames, bool strided) {
+      CHECK(run_config<Conv1d, C>(o, n, frames, strided, seed++, stats));
+    };
+    conv({.in_channels = 32, .out_channels = 1, .kernel_size = 7, .padding = 3}, 2, 3001, false);
+    conv({.in_channels = 64, .out_channels = 2, .kernel_size = 7, .padding = 6, .bias = false}, 1,
+         2000, true);
+    conv({.in_channels = 2 * 40, .out_channels = 2 * 4, .kernel_size = 5, .groups = 2}, 2, 777,
+         false);
+    conv({.in_channels = 130, .out_channels = 1, .kernel_size = 32, .padding = 31}, 1, 1500, true);
+    conv({.in_channels = 16, .out_channels = 1, .kernel_size = 1}, 3, 1000, false);
+    conv({.in_channels = 27, .out_channels = 3, .kernel_size = 4, .padding = Padding::same()}, 2,
+         513, true);
+    conv({.in_channels = 32,
+          .out_channels = 1,
+          .kernel_size = 7,
+          .padding = 3,
+          .padding_mode = PaddingMode::kReflect},
+         2, 1200, false);
+    conv({.in_channels = 128, .out_channels = 1, .kernel_size = 7, .padding = 3}, 2, 30001, false);
+    conv({.in_channels = 2 * 132,
+          .out_channels = 2 * 2,
+          .kernel_size = 5,
+          .padding = 1,
+          .groups = 2},
+         2, 5003, false);
+    conv({.in_channels = 8, .out_channels = 4, .kernel_size = 8, .padding = 2}, 1, 300, false);
+    const std::uint64_t tma_runs = cc::decoder_tma_launches() - tma_before;
+    MESSAGE("tensor-core decoders, copy engine ", std::string(tma ? "on" : "off"), " (", tma_runs,
+            " launches took it): worst ", stats.worst, " at ", stats.worst_config,
+            "; kernels: ", join(stats.kernels));
+    CHECK(stats.runs == 22);
+    if (cc::wgmma_available()) {
+      // 7 of the 22 layers have more than 64 channels per group, a multiple of 4, and views
+      // that are not the strided ones (those start 3 floats into their buffer: not 16-byte
+      // aligned).
+      if (tma) {
+        CHECK(tma_runs == 7);
+      } else {
+        CHECK(tma_runs == 0);
+      }
+      CHECK(stats.kernels == std::set<std::string>{"conv_transpose1d_decoder_wgmma_3xtf32",
+                                                   "conv1d_few_outputs_wgmma_3xtf32"});
+      // The default policy gives it a decoder of two outputs (its FFMA rival computes 16
+      // multiply-adds per input value there).
+      const PolicyScope auto_policy(cc::WgmmaPolicy::kAuto);
+      const ConvTranspose1d two(
+          {.in_channels = 512, .out_channels = 2, .kernel_size = 8, .stride = 4});
+      CHECK(std::string(kernel_of(two, Shape{16, 512, 16383})) ==
+            "conv_transpose1d_decoder_wgmma_3xtf32");
+      // ... and HiFi-GAN's conv_post, on one second of 24 kHz audio.
+      const Conv1d post({.in_channels = 32, .out_channels = 1, .kernel_size = 7, .padding = 3});
+      CHECK(std::string(kernel_of(post, Shape{1, 32, 24000})) == "conv1d_few_outputs_wgmma_3xtf32");
+      // Eight inputs per group would leave 7/8 of its 64-channel reduction padding.
+      const Conv1d eight({.in_channels = 8, .out_channels = 1, .kernel_size = 7, .padding = 3});
+      CHECK(std::string(kernel_of(eight, Shape{8, 8, 131072})) == "conv1d_direct_coalesced");
+    }
   }
+  cc::set_decoder_tma(tma_was);
 }
 
 TEST_CASE("cuda:sanitize small grid (compute-sanitizer subset)") {

@@ -226,6 +226,9 @@ void launch_conv_transpose1d_decoder(const ConvTranspose1dParams& p, TensorView<
 // dilation 1, K a multiple of the stride with K / stride <= 32, out/groups x K <= 32 columns,
 // in/groups >= 8, weights of a group in shared memory (about in/groups <= 800 at 16 columns).
 bool conv_transpose1d_decoder_wgmma_supported(const ConvTranspose1dParams& p);
+// Whether its input would come through the copy engine (more than 64 channels per group, a
+// multiple of 4; views with 16-byte aligned starts and batch strides, which the launch checks).
+bool conv_transpose1d_decoder_wgmma_tma_shape(const ConvTranspose1dParams& p);
 void launch_conv_transpose1d_decoder_wgmma(const ConvTranspose1dParams& p,
                                            TensorView<const float> x, const float* w,
                                            const float* bias, TensorView<float> y,

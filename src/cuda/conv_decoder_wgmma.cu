@@ -41,10 +41,12 @@
 // it feeds are NaN in every column; a tile whose P is not finite, or any tile when a weight is
 // not, computes its outputs with the direct fp32 formula, whose NaN/Inf classes are PyTorch's.
 #include <algorithm>
+#include <atomic>
 
 #include "cuda/conv_common.cuh"
 #include "cuda/cp_async.cuh"  // smem_addr
 #include "cuda/dispatch.hpp"
+#include "cuda/tma.cuh"
 #include "cuda/wgmma.cuh"
 
 namespace convbank::detail::cuda {
@@ -54,6 +56,17 @@ namespace {
 constexpr int kRows = 128;            // rows (input frames) of P per tile
 constexpr int kMaxCols = 32;          // columns (out/groups x K) of the widest instantiation
 constexpr int kMaxSmem = 113 * 1024;  // at least two blocks per multiprocessor
+
+// The copy-engine-fed variant (kTma below): the input arrives in stages of 64 channels x 128
+// frames, each as 4 bulk tensor copies of 16 "quad rows" (a quad row is four consecutive
+// channels, 16-byte aligned together whatever the row length) x kBoxFrames frames. A copy must
+// start on a 16-byte boundary, so it starts up to 3 frames early (its lead); 4 frames more
+// than used also put lines 2q and 2q + 1 8 banks apart (see the kernel).
+constexpr int kBoxFrames = kRows + 4;
+constexpr int kBoxFloats = 16 * kBoxFrames;
+constexpr int kStageBytes = 4 * kBoxFloats * 4;
+constexpr int kMaxStages = 4;
+constexpr int kTmaMaxSmem = 227 * 1024;  // one block per multiprocessor
 
 struct DecArgs {
   const float* x;
@@ -68,9 +81,10 @@ struct DecArgs {
   std::int64_t y_bs, y_cs;
   std::int64_t groups;
   int cin_g, cout_g, K, stride;
-  int taps;   // K / stride: P rows per output
-  int steps;  // reduction steps of 8 channels, a multiple of 8
-  int own;    // output blocks a tile owns: kRows - (taps - 1)
+  int taps;    // K / stride: P rows per output
+  int steps;   // reduction steps of 8 channels, a multiple of 8
+  int stages;  // kTma: the ring's stages of kStageBytes
+  int own;     // output blocks a tile owns: kRows - (taps - 1)
   std::int64_t pad, in_frames, out_frames;
   std::int64_t q_first;    // first output block: pad / stride
   std::int64_t row_tiles;  // tiles per (batch, group)
@@ -80,6 +94,11 @@ struct DecArgs {
 // Shared memory of one block: the two weight planes, then P with a row pitch of cols + 1 floats.
 std::size_t smem_bytes(int steps, int cols) {
   return (std::size_t{2} * steps * 8 * cols + kRows * (cols + 1)) * sizeof(float);
+}
+// kTma: the stages first, from a 128-byte boundary (the copies' destinations), then the above,
+// then two barriers per stage.
+std::size_t tma_smem_bytes(int steps, int cols, int stages) {
+  return 128 + std::size_t{kStageBytes} * stages + smem_bytes(steps, cols) + 16 * stages + 8;
 }
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -114,26 +133,123 @@ __device__ __forceinline__ void wgmma_rs(float (&d)[16], const std::uint32_t (&a
 // of one tile each hold half the registers per thread, so twice the warps (and the loads they
 // keep in flight) fit a multiprocessor; the block's barriers and epilogue then cost more per
 // tile, which long reductions amortize and short ones do not (launch_cols() picks).
-template <int kN, int kWG>
-__global__ void __launch_bounds__(128 * kWG, kN == 16 ? 3 : 2)
-    conv_transpose1d_decoder_wgmma_kernel(DecArgs a) {
+//
+// kTma: the loads in flight are the copy engine's, not the threads'. A producer warp (one
+// thread issuing) copies each 64-channel stage of a tile into a ring of a.stages stages of
+// shared memory, a transaction barrier per stage counting the bytes (full) and one counting
+// the consumer warps that are done reading it (empty); the consumers read their fragments from
+// there. A stage holds box u = channels 4 r + u of quad rows r < 16 (line r, kBoxFrames
+// floats). Reduction step j of the stage reads lines 8 (j & 1) .. + 7 of box j / 2: fragment
+// column q from line 2q, column q + 4 from line 2q + 1. Lines are kBoxFrames = 4 mod 32 floats
+// apart, so lines 2q start 8q banks apart and the 32 lanes' reads (8 consecutive frames of 4
+// lines) land in 32 banks; the weight planes take the same channel order (tma_channel()). The
+// frames of a quad row past its channel's row are the next channel's: the consumers zero frames
+// outside the row, and the copy engine zeros channels past the group and frames before channel 0's
+// or after channel 3's. The block's barriers are named barriers of the consumers only (the producer
+// runs ahead).
+[[maybe_unused]] __host__ __device__ __forceinline__ int tma_channel(int r) {
+  const int st = r >> 3, q = r & 3, c = (r >> 2) & 1, j = st & 7;
+  return 4 * (16 * (st >> 3) + 8 * (j & 1) + 2 * q + c) + (j >> 1);
+}
+
+template <int kN, int kWG, bool kTma>
+__global__ void __launch_bounds__(128 * kWG + (kTma ? 32 : 0), kTma ? 1 : (kN == 16 ? 3 : 2))
+    conv_transpose1d_decoder_wgmma_kernel(DecArgs a, const __grid_constant__ CUtensorMap x_map) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  constexpr int kThreads = 128 * kWG;
-  constexpr int kM = 2 / kWG;  // m64 tiles per warpgroup
+  constexpr int kThreads = 128 * kWG;  // the consumers (all threads without kTma)
+  constexpr int kM = 2 / kWG;          // m64 tiles per warpgroup
   // Reduction steps whose loads are in flight ahead of the split: 8 steps with one m64 tile
   // per warpgroup (4 values per step and thread), 4 with two (8 steps spilled at 3 blocks).
-  constexpr int kAhead = kM == 1 ? 8 : 4;
+  constexpr int kAhead = kTma ? 1 : kM == 1 ? 8 : 4;
   constexpr int kSumSteps = 8;  // steps (8 channels each) the tensor cores sum before fp32 does
   constexpr int kAcc = kN / 2;  // accumulator registers per m64 tile
   constexpr int kPitch = kN + 1;
-  extern __shared__ __align__(128) float smem[];
+  extern __shared__ __align__(128) float smem_raw[];
+  float* smem = smem_raw;
+  const float* ring = nullptr;
+  std::uint32_t stage0 = 0, full0 = 0, empty0 = 0;
   const int plane = a.steps * 8 * kN;
+  if constexpr (kTma) {
+    const std::uint32_t base = smem_addr(smem_raw);
+    stage0 = (base + 127) & ~127u;
+    ring = smem_raw + (stage0 - base) / 4;
+    smem = const_cast<float*>(ring) + a.stages * (kStageBytes / 4);
+    full0 = (smem_addr(smem + 2 * plane + kRows * kPitch) + 7) & ~7u;
+    empty0 = full0 + 8 * a.stages;
+    if (threadIdx.x == 0) {
+      for (int s = 0; s < a.stages; ++s) {
+        mbar_init(full0 + 8 * s, 1);
+        mbar_init(empty0 + 8 * s, kThreads / 32);
+      }
+      mbar_fence_init();
+    }
+    __syncthreads();  // the only barrier of the whole block: the producer leaves below
+  }
   float* const ptile = smem + 2 * plane;
   const std::uint32_t big_addr = smem_addr(smem), small_addr = big_addr + plane * 4;
   const int tid = threadIdx.x, lane = tid & 31, q = lane & 3;
+  auto consumers_sync = [] {
+    if constexpr (kTma) {
+      bar_sync(1, kThreads);
+    } else {
+      __syncthreads();
+    }
+  };
+  auto consumers_any = [](bool v) {
+    if constexpr (kTma) {
+      return bar_any(1, kThreads, v);
+    } else {
+      return __syncthreads_or(v) != 0;
+    }
+  };
+
+  if constexpr (kTma) {
+    if (tid >= kThreads) {  // the producer warp
+      if (tid != kThreads) return;
+      int slot = 0;
+      std::uint32_t phase = 0;
+      for (std::int64_t tile = blockIdx.x; tile < a.tiles; tile += gridDim.x) {
+        const std::int64_t bg = tile / a.row_tiles;
+        const std::int64_t b = bg / a.groups, gr = bg - b * a.groups;
+        const std::int64_t first = a.q_first + (tile - bg * a.row_tiles) * a.own;
+        const int qb = static_cast<int>(first - (a.taps - 1));
+        for (int k = 0; k < a.steps / 8; ++k) {
+          mbar_wait(empty0 + 8 * slot, phase ^ 1);
+          const std::uint32_t full = full0 + 8 * slot, dst = stage0 + slot * kStageBytes;
+          mbar_expect(full, kStageBytes);
+#pragma unroll
+          for (int u = 0; u < 4; ++u) {
+            const int c0 = static_cast<int>(u * a.x_cs) + qb;
+            tensor_copy_input(dst + u * kBoxFloats * 4, x_map, 1, c0 - (c0 & 3), 16 * k,
+                              static_cast<int>(gr), static_cast<int>(b), full);
+          }
+          if (++slot == a.stages) {
+            slot = 0;
+            phase ^= 1;
+          }
+        }
+      }
+      return;
+    }
+  }
+
   // This thread's frames f0 + 16 m + 8 h: its warp's 16 x kM rows of its warpgroup's tiles.
   const int f0 = 64 * kM * (tid >> 7) + 16 * kM * ((tid >> 5) & 3) + (lane >> 2);
   const int cols = a.cout_g * a.K;
+  // kTma: the offset (floats) of fragment value [c][m][h] in box 0's first 8 lines.
+  int frag[2][kM][2];
+  if constexpr (kTma) {
+#pragma unroll
+    for (int c = 0; c < 2; ++c) {
+#pragma unroll
+      for (int m = 0; m < kM; ++m) {
+#pragma unroll
+        for (int h = 0; h < 2; ++h) frag[c][m][h] = (2 * q + c) * kBoxFrames + f0 + 16 * m + 8 * h;
+      }
+    }
+  }
+  int slot = 0;
+  std::uint32_t phase = 0;
 
   std::int64_t staged = -1;  // the group whose weights are in the planes
   bool w_bad = false;
@@ -141,26 +257,31 @@ __global__ void __launch_bounds__(128 * kWG, kN == 16 ? 3 : 2)
     const std::int64_t bg = tile / a.row_tiles;
     const std::int64_t b = bg / a.groups, gr = bg - b * a.groups;
     if (gr != staged) {
-      __syncthreads();  // the previous group's tiles are done with the planes
+      consumers_sync();  // the previous group's tiles are done with the planes
       bool ok = true;
       const float* wg = a.w + gr * a.w_g;
       for (int e = tid; e < plane; e += kThreads) {
         const int r = e / kN, n = e - r * kN, co = n / a.K, k = n - co * a.K;
+        const int ci = kTma ? tma_channel(r) : r;
         const float v =
-            r < a.cin_g && n < cols ? __ldg(wg + r * a.w_ci + co * a.w_co + k * a.w_k) : 0.0f;
+            ci < a.cin_g && n < cols ? __ldg(wg + ci * a.w_ci + co * a.w_co + k * a.w_k) : 0.0f;
         std::uint32_t hi, lo;
         ok &= split_tf32(v, hi, lo);
         smem[plane_offset(r, n, kN)] = __uint_as_float(hi);
         smem[plane + plane_offset(r, n, kN)] = __uint_as_float(lo);
       }
       fence_proxy_async();  // the planes are read by wgmma (the async proxy)
-      w_bad = __syncthreads_or(!ok) != 0;
+      w_bad = consumers_any(!ok);
       staged = gr;
     }
     const std::int64_t first = a.q_first + (tile - bg * a.row_tiles) * a.own;  // owned blocks
     const std::int64_t qb = first - (a.taps - 1);  // input frame of P's row 0
     const float* xg = a.x + b * a.x_bs + gr * a.cin_g * a.x_cs;
     const float* xf = xg + (qb + f0);  // frame f0 of channel 0 (maybe outside the row)
+    // kTma: box u's lead, the frames its copy starts early.
+    int lead[4];
+#pragma unroll
+    for (int u = 0; u < 4; ++u) lead[u] = (static_cast<int>(u * a.x_cs + qb)) & 3;
     bool in[kM][2];
 #pragma unroll
     for (int m = 0; m < kM; ++m) {
@@ -193,8 +314,10 @@ __global__ void __launch_bounds__(128 * kWG, kN == 16 ? 3 : 2)
     };
 
     float raw[kAhead][2][kM][2];
+    if constexpr (!kTma) {
 #pragma unroll
-    for (int u = 0; u < kAhead; ++u) load(raw[u], u);
+      for (int u = 0; u < kAhead; ++u) load(raw[u], u);
+    }
     float acc[kM][kAcc], sum[kM][kAcc];
 #pragma unroll
     for (int m = 0; m < kM; ++m) {
@@ -202,20 +325,47 @@ __global__ void __launch_bounds__(128 * kWG, kN == 16 ? 3 : 2)
       for (int i = 0; i < kAcc; ++i) sum[m][i] = 0.0f;
     }
     std::uint32_t hi[2][kM][4], lo[2][kM][4];  // [step parity][m][fragment register]
-    // One group of kSumSteps steps per iteration, unrolled and ended by a full wait: no wgmma is
-    // in flight across a branch or the loop's back edge (ptxas would wait there itself).
+    // One group of kSumSteps steps per iteration (with kTma, one stage), unrolled and ended by a
+    // full wait: no wgmma is in flight across a branch or the loop's back edge (ptxas would wait
+    // there itself).
     for (int st0 = 0; st0 < a.steps; st0 += kSumSteps) {
+      const float* stage = ring;
+      if constexpr (kTma) {
+        mbar_wait(full0 + 8 * slot, phase);
+        stage = ring + slot * (kStageBytes / 4);
+      }
 #pragma unroll
       for (int u = 0; u < kSumSteps; ++u) {
         const int st = st0 + u, bb = u & 1;
         float(&rv)[2][kM][2] = raw[u % kAhead];
+        if constexpr (kTma) {
+          // Step u: box u / 2, lines 8 (u & 1) + ...
+          const float* su = stage + (u >> 1) * kBoxFloats + (u & 1) * 8 * kBoxFrames;
+#pragma unroll
+          for (int c = 0; c < 2; ++c) {
+#pragma unroll
+            for (int m = 0; m < kM; ++m) {
+#pragma unroll
+              for (int h = 0; h < 2; ++h) {
+                rv[c][m][h] = in[m][h] ? su[frag[c][m][h] + lead[u >> 1]] : 0.0f;
+              }
+            }
+          }
+        }
         // Fragment register i: row g (+8 for odd i), column q (+4 for i >= 2).
 #pragma unroll
         for (int m = 0; m < kM; ++m) {
 #pragma unroll
           for (int i = 0; i < 4; ++i) split_tf32(rv[i >> 1][m][i & 1], hi[bb][m][i], lo[bb][m][i]);
         }
-        load(rv, st + kAhead);
+        if constexpr (kTma) {
+          if (u + 1 == kSumSteps) {  // the stage is read: hand it back
+            __syncwarp();
+            if (lane == 0) mbar_arrive(empty0 + 8 * slot);
+          }
+        } else {
+          load(rv, st + kAhead);
+        }
         const std::uint32_t step_bytes = st * (kN / 8) * 256;
         const std::uint64_t db = b_desc(big_addr + step_bytes);
         const std::uint64_t ds = b_desc(small_addr + step_bytes);
@@ -230,6 +380,12 @@ __global__ void __launch_bounds__(128 * kWG, kN == 16 ? 3 : 2)
         if (u + 1 < kSumSteps) {
           wgmma_wait<1>();  // the step before is done with its fragments
           pin_operands(hi[bb ^ 1], lo[bb ^ 1]);
+        }
+      }
+      if constexpr (kTma) {
+        if (++slot == a.stages) {
+          slot = 0;
+          phase ^= 1;
         }
       }
       wgmma_wait<0>();
@@ -254,7 +410,7 @@ __global__ void __launch_bounds__(128 * kWG, kN == 16 ? 3 : 2)
     }
     // P to shared memory: accumulator [m][4j + v] is fragment row g + 8 (v / 2), column
     // 8j + 2q + v % 2.
-    const bool bad = __syncthreads_or(!ok) != 0 || w_bad;
+    const bool bad = consumers_any(!ok) || w_bad;
     if (!bad) {
 #pragma unroll
       for (int m = 0; m < kM; ++m) {
@@ -268,7 +424,7 @@ __global__ void __launch_bounds__(128 * kWG, kN == 16 ? 3 : 2)
         }
       }
     }
-    __syncthreads();
+    consumers_sync();
 
     // Output frames u - pad of the owned blocks, u = Q s + r.
     const std::int64_t s = a.stride;
@@ -299,7 +455,7 @@ __global__ void __launch_bounds__(128 * kWG, kN == 16 ? 3 : 2)
         yg[co * a.y_cs + u_lo + e] = v;
       }
     }
-    __syncthreads();  // the next tile rewrites P
+    consumers_sync();  // the next tile rewrites P
   }
 #endif
 }
@@ -347,12 +503,12 @@ int steps_of(const DecLayer& l) {
   return static_cast<int>((l.cin_g + 63) / 64 * 8);
 }
 
-template <int kN, int kWG>
+template <int kN, int kWG, bool kTma>
 bool kernel_ready() {
   static const bool ok = [] {
-    const bool set =
-        cudaFuncSetAttribute(conv_transpose1d_decoder_wgmma_kernel<kN, kWG>,
-                             cudaFuncAttributeMaxDynamicSharedMemorySize, kMaxSmem) == cudaSuccess;
+    const bool set = cudaFuncSetAttribute(conv_transpose1d_decoder_wgmma_kernel<kN, kWG, kTma>,
+                                          cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                          kTma ? kTmaMaxSmem : kMaxSmem) == cudaSuccess;
     if (!set) cudaGetLastError();
     return set;
   }();
@@ -361,7 +517,7 @@ bool kernel_ready() {
 
 template <int kN>
 bool kernels_ready() {
-  return kernel_ready<kN, 1>() && kernel_ready<kN, 2>();
+  return kernel_ready<kN, 1, false>() && kernel_ready<kN, 2, false>();
 }
 
 bool supported(const DecLayer& l) {
@@ -372,18 +528,64 @@ bool supported(const DecLayer& l) {
   return wgmma_available() && (n == 16 ? kernels_ready<16>() : kernels_ready<32>());
 }
 
-template <int kN, int kWG>
-void launch_with(const DecArgs& a, std::size_t smem, cudaStream_t stream) {
-  constexpr int kThreads = 128 * kWG;
+std::atomic<bool> g_tma_on{!env_off("CONVBANK_CUDA_DECODER_TMA")};
+std::atomic<std::uint64_t> g_tma_launches{0};
+
+// The copy-engine-fed variant where the layer's shape allows it: channels per group a multiple
+// of 4 and more than 64 of them (two warpgroups per block, launch_cols()). With 64 or fewer,
+// one stage per tile, it measured slower than the consumers' own loads at two blocks per
+// multiprocessor (log step 90 in docs/performance.md: 8 x 32 -> 1 on 131072 frames, K 7, 0.162
+// vs 0.108 ms; 64 -> 1 0.164 vs 0.124).
+bool tma_shape(const DecLayer& l) {
+  return g_tma_on.load(std::memory_order_relaxed) && l.cin_g % 4 == 0 && steps_of(l) >= 16;
+}
+
+// The copy-engine-fed variant's ring (kStageBytes per stage) where at least two stages fit
+// beside the planes and its input map, 0 where it does not apply: tma_shape(), four channels
+// together 16-byte aligned (the view's start and batch stride 16-byte aligned), frame
+// coordinates within 2^30, the driver's tensor-map encoder present and accepting the map; `map`
+// is then the input as (4 x x_cs frames, quad row, group, batch).
+int tma_stages(const DecArgs& a, const DecLayer& l, CUtensorMap& map) {
+  if (!tma_shape(l)) return 0;
+  const TensorMapEncode encode = tensor_map_encoder();
+  constexpr std::int64_t kCoordMax = std::int64_t{1} << 30;
+  if (encode == nullptr || reinterpret_cast<std::uintptr_t>(a.x) % 16 != 0 || a.x_bs % 4 != 0 ||
+      4 * a.x_cs + l.in_frames + 2 * kRows >= kCoordMax || l.pad / l.stride + kRows >= kCoordMax) {
+    return 0;
+  }
+  const int n = padded_cols(l);
+  const std::size_t fixed = tma_smem_bytes(steps_of(l), n, 0);
+  const int fit = static_cast<int>((kTmaMaxSmem - std::min<std::size_t>(fixed, kTmaMaxSmem)) /
+                                   (kStageBytes + 16));
+  const int stages = std::min(fit, kMaxStages);
+  if (stages < 2) return 0;
+  const auto u64 = [](std::int64_t v) { return static_cast<cuuint64_t>(v); };
+  const cuuint64_t dims[4] = {u64(4 * a.x_cs), u64(l.cin_g / 4), u64(l.groups), u64(l.batch)};
+  const cuuint64_t strides[3] = {u64(4 * a.x_cs) * sizeof(float),
+                                 u64(a.x_cs * l.cin_g) * sizeof(float),
+                                 u64(a.x_bs) * sizeof(float)};
+  const cuuint32_t box[4] = {kBoxFrames, 16, 1, 1}, steps[4] = {1, 1, 1, 1};
+  const bool ok =
+      encode(&map, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 4, const_cast<float*>(a.x), dims, strides, box,
+             steps, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE,
+             CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+  const bool ready = n == 16 ? kernel_ready<16, 2, true>() : kernel_ready<32, 2, true>();
+  return ok && ready ? stages : 0;
+}
+
+template <int kN, int kWG, bool kTma>
+void launch_with(const DecArgs& a, const CUtensorMap& map, std::size_t smem, cudaStream_t stream) {
+  constexpr int kThreads = 128 * kWG + (kTma ? 32 : 0);
   int per_sm = 0;
   if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-          &per_sm, conv_transpose1d_decoder_wgmma_kernel<kN, kWG>, kThreads, smem) != cudaSuccess) {
+          &per_sm, conv_transpose1d_decoder_wgmma_kernel<kN, kWG, kTma>, kThreads, smem) !=
+      cudaSuccess) {
     cudaGetLastError();
     per_sm = 1;
   }
   const std::int64_t resident = std::int64_t{std::max(per_sm, 1)} * num_sms();
-  conv_transpose1d_decoder_wgmma_kernel<kN, kWG>
-      <<<grid_dim(std::min(a.tiles, resident), kMaxGridX), kThreads, smem, stream>>>(a);
+  conv_transpose1d_decoder_wgmma_kernel<kN, kWG, kTma>
+      <<<grid_dim(std::min(a.tiles, resident), kMaxGridX), kThreads, smem, stream>>>(a, map);
 }
 
 // Two warpgroups per block from 128 input channels per group (16 steps) up: on the H200 (log
@@ -392,13 +594,14 @@ void launch_with(const DecArgs& a, std::size_t smem, cudaStream_t stream) {
 // -> 1, K 16, s 8 0.224 vs 0.227; but 32 -> 1, K 7 (Conv1d, 8 steps, half of them padding)
 // 0.122 vs 0.104 and 64 -> 1 0.134 vs 0.126. CONVBANK_CUDA_DECODER_WARPGROUPS=1|2 forces one
 // (A/B runs; read once).
+// The copy-engine-fed variant always runs two (tma_shape()).
 template <int kN>
-void launch_cols(const DecArgs& a, std::size_t smem, cudaStream_t stream) {
+void launch_cols(const DecArgs& a, const CUtensorMap& map, std::size_t smem, cudaStream_t stream) {
   static const int forced = env_int("CONVBANK_CUDA_DECODER_WARPGROUPS");
   if (forced == 2 || (forced != 1 && a.steps >= 16)) {
-    launch_with<kN, 2>(a, smem, stream);
+    launch_with<kN, 2, false>(a, map, smem, stream);
   } else {
-    launch_with<kN, 1>(a, smem, stream);
+    launch_with<kN, 1, false>(a, map, smem, stream);
   }
 }
 
@@ -422,19 +625,47 @@ void launch(DecArgs a, const DecLayer& l, cudaStream_t stream, const char* name,
   a.tiles = a.row_tiles * l.batch * l.groups;
   if (l.out_frames == 0 || a.tiles == 0) return;
   const int n = padded_cols(l);
-  const std::size_t smem = smem_bytes(a.steps, n);
-  if (n == 16) {
-    launch_cols<16>(a, smem, stream);
+  CUtensorMap map{};
+  a.stages = tma_stages(a, l, map);
+  if (a.stages > 0) {
+    g_tma_launches.fetch_add(1, std::memory_order_relaxed);
+    const std::size_t smem = tma_smem_bytes(a.steps, n, a.stages);
+    if (n == 16) {
+      launch_with<16, 2, true>(a, map, smem, stream);
+    } else {
+      launch_with<32, 2, true>(a, map, smem, stream);
+    }
   } else {
-    launch_cols<32>(a, smem, stream);
+    const std::size_t smem = smem_bytes(a.steps, n);
+    if (n == 16) {
+      launch_cols<16>(a, map, smem, stream);
+    } else {
+      launch_cols<32>(a, map, smem, stream);
+    }
   }
   check_launch(name, shape);
 }
 
 }  // namespace
 
+void set_decoder_tma(bool on) {
+  g_tma_on.store(on, std::memory_order_relaxed);
+}
+
+bool decoder_tma() {
+  return g_tma_on.load(std::memory_order_relaxed);
+}
+
+std::uint64_t decoder_tma_launches() {
+  return g_tma_launches.load(std::memory_order_relaxed);
+}
+
 bool conv_transpose1d_decoder_wgmma_supported(const ConvTranspose1dParams& p) {
   return supported(layer_of(p));
+}
+
+bool conv_transpose1d_decoder_wgmma_tma_shape(const ConvTranspose1dParams& p) {
+  return tma_shape(layer_of(p));
 }
 
 bool conv1d_few_outputs_wgmma_supported(const Conv1dParams& p) {

@@ -243,7 +243,9 @@ bool decoder_wgmma_off() {
 // on 4096 frames (0.97) 0.215 vs 0.204; on 20000 frames (1.18 waves) 0.254 vs 0.303, 8 x 256 ->
 // 1 on 40000 frames (1.18) 0.137 vs 0.156; 512 -> 2, K 8, s 4 0.215 vs 0.251; 256 -> 1, K 20,
 // s 10 0.132 vs 0.178 (two warpgroups per block since log step 85: dec_tasnet 0.222 vs 0.203,
-// K 20 0.105). CONVBANK_CUDA_DECODER_WGMMA=0 turns it off (read once);
+// K 20 0.105). With its input through the copy engine (more than 64 channels per group, log
+// step 90) it beats the FFMA decoder's best case too: dec_tasnet 0.176 / 0.179 vs 0.205, 16384
+// frames 0.176 vs 0.193. CONVBANK_CUDA_DECODER_WGMMA=0 turns it off (read once);
 // CONVBANK_CUDA_WGMMA=1 takes it wherever it applies, =0 never.
 bool decoder_wgmma_wins(const ConvTranspose1dParams& p) {
   if (decoder_wgmma_off()) return false;
@@ -252,6 +254,7 @@ bool decoder_wgmma_wins(const ConvTranspose1dParams& p) {
   if (p.out_channels / p.groups >= 32) return false;
   const std::int64_t blocks = (p.out_frames + p.padding) / p.stride + 1;
   if (p.batch * p.groups * ((blocks + 127) / 128) < num_sms()) return false;
+  if (conv_transpose1d_decoder_wgmma_tma_shape(p)) return true;
   const bool ffma_best = p.out_channels == p.groups && p.kernel_size <= 16 &&
                          conv_transpose1d_decoder_supported(p) &&
                          conv_transpose1d_decoder_wave_fill(p) >= 0.9;

@@ -53,6 +53,7 @@
 #include "cuda/conv_common.cuh"
 #include "cuda/cp_async.cuh"
 #include "cuda/dispatch.hpp"
+#include "cuda/tma.cuh"
 #include "cuda/wgmma.cuh"
 
 namespace convbank::detail::cuda {
@@ -592,82 +593,7 @@ __host__ __device__ constexpr int ss_block_frames(int co_tile) {
 // kStages), the producer's own, and one per consumer for its non-finite vote.
 constexpr int kBarFull = 1, kBarEmpty = kBarFull + kSsStages, kBarProducer = kBarEmpty + kSsStages,
               kBarConsumer = kBarProducer + 1;
-__device__ __forceinline__ void bar_sync(int id, int threads) {
-  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
-}
-__device__ __forceinline__ void bar_arrive(int id, int threads) {
-  asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
-}
-// True in every thread of the 128 on barrier `id` when it is true in any.
-__device__ __forceinline__ bool bar_any128(int id, bool v) {
-  int r;
-  asm volatile(
-      "{\n.reg .pred p, q;\nsetp.ne.u32 p, %1, 0;\nbar.red.or.pred q, %2, 128, p;\n"
-      "selp.u32 %0, 1, 0, q;\n}\n"
-      : "=r"(r)
-      : "r"(static_cast<int>(v)), "r"(id)
-      : "memory");
-  return r != 0;
-}
-
-// Transaction barriers (mbarrier) for the bulk copies of the weights and the input: the copy
-// engine counts the bytes that land, so that whoever uses them, not the issuing thread, waits.
-__device__ __forceinline__ void mbar_init(std::uint32_t bar, int count) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
-}
-__device__ __forceinline__ void mbar_fence_init() {
-  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-}
-// Arms the barrier for `bytes` of copies (its one arrival).
-__device__ __forceinline__ void mbar_expect(std::uint32_t bar, std::uint32_t bytes) {
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes)
-               : "memory");
-}
-// Arms the barrier for `bytes` of copies and copies them (one thread).
-__device__ __forceinline__ void bulk_copy(std::uint32_t dst, const void* src, std::uint32_t bytes,
-                                          std::uint32_t bar) {
-  mbar_expect(bar, bytes);
-  asm volatile(
-      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::
-          "r"(dst),
-      "l"(src), "r"(bytes), "r"(bar)
-      : "memory");
-}
-__device__ __forceinline__ void mbar_wait(std::uint32_t bar, std::uint32_t parity) {
-  std::uint32_t done = 0;
-  do {
-    asm volatile(
-        "{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
-        "selp.u32 %0, 1, 0, p;\n}\n"
-        : "=r"(done)
-        : "r"(bar), "r"(parity)
-        : "memory");
-  } while (done == 0);
-}
-
 constexpr int kTmaNone = 0, kTmaRows = 1, kTmaQuads = 2;
-
-// Copies the box of the input's tensor map at frame c0, channel (or quad row) c1, group c2,
-// batch c3, counted on `bar` (one thread); the copy engine zero-fills what lies outside the
-// tensor. With parts > 1 the map is 5-d, its second dimension the parts of the box's rows.
-__device__ __forceinline__ void tensor_copy_input(std::uint32_t dst, const CUtensorMap& map,
-                                                  int parts, int c0, int c1, int c2, int c3,
-                                                  std::uint32_t bar) {
-  const auto m = reinterpret_cast<std::uint64_t>(&map);
-  if (parts > 1) {
-    asm volatile(
-        "cp.async.bulk.tensor.5d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], "
-        "[%1, {%2, %3, %4, %5, %6}], [%7];\n" ::"r"(dst),
-        "l"(m), "r"(c0), "r"(0), "r"(c1), "r"(c2), "r"(c3), "r"(bar)
-        : "memory");
-  } else {
-    asm volatile(
-        "cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], "
-        "[%1, {%2, %3, %4, %5}], [%6];\n" ::"r"(dst),
-        "l"(m), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(bar)
-        : "memory");
-  }
-}
 
 // kD2s: a strided ConvTranspose1d as one depth-to-space convolution (WgArgs::d2s); a template
 // flag so that the other convolutions' epilogue is untouched. kSectors: the epilogue for output
@@ -929,7 +855,7 @@ __global__ void __launch_bounds__(kSsThreads, 1)
       const int co = co0 + ((i >> 1) & 1) * 8;
       if (co < a.cout_g && tb + (i >> 2) * 8 + (i & 1) < a.out_frames) ok &= isfinite(sum[i]);
     }
-    if (bar_any128(kBarConsumer + cw, !ok)) {
+    if (bar_any(kBarConsumer + cw, 128, !ok)) {
       // A NaN/Inf in these outputs or in the weights: the direct formula, whose classes (NaN,
       // +-Inf) are PyTorch's.
       direct_outputs<kTransposed, false, kD2s>(
@@ -1327,22 +1253,8 @@ std::atomic<std::uint64_t> g_ss_two_stages;      // launches with two stages
 // copy pieces.
 // CONVBANK_CUDA_SS_TMA=0: never (read once).
 void set_input_map(WgArgs& a, CUtensorMap& map, int raw_room) {
-  using Encode =
-      CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*,
-                   const cuuint64_t*, const cuuint32_t*, const cuuint32_t*, CUtensorMapInterleave,
-                   CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
-  static const Encode encode = []() -> Encode {
-    if (env_off("CONVBANK_CUDA_SS_TMA")) return nullptr;
-    void* fn = nullptr;
-    cudaDriverEntryPointQueryResult found{};
-    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault,
-                                         &found) != cudaSuccess ||
-        found != cudaDriverEntryPointSuccess) {
-      cudaGetLastError();
-      return nullptr;
-    }
-    return reinterpret_cast<Encode>(fn);
-  }();
+  static const TensorMapEncode encode =
+      env_off("CONVBANK_CUDA_SS_TMA") ? nullptr : tensor_map_encoder();
   a.x_tma = kTmaNone;
   a.x_parts = 1;
   constexpr std::int64_t kCoordMax = std::int64_t{1} << 30;

@@ -53,4 +53,12 @@ struct SsInputCopies {
 };
 SsInputCopies ss_input_copies();
 
+// The tensor-core decoder's input through the copy engine (bulk tensor copies into a ring of
+// stages) where the layer allows it, on to start with unless CONVBANK_CUDA_DECODER_TMA=0; off,
+// the consumers load it themselves. The launches that took the copy engine since the program
+// started (the tests count).
+void set_decoder_tma(bool on);
+bool decoder_tma();
+std::uint64_t decoder_tma_launches();
+
 }  // namespace convbank::detail::cuda

@@ -95,4 +95,11 @@ void set_tap_groups_workspace_cap(std::size_t) {}
 std::size_t tap_groups_workspace_cap() {
   return 0;
 }
+void set_decoder_tma(bool) {}
+bool decoder_tma() {
+  return false;
+}
+std::uint64_t decoder_tma_launches() {
+  return 0;
+}
 }  // namespace convbank::detail::cuda
