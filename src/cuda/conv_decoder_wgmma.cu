@@ -23,7 +23,9 @@
 //     (log step 83 in docs/performance.md: 0.211 ms of dec_tasnet's 0.216 without the wgmmas; the
 //     same load pattern alone reads it in 0.201 ms with 12 warps per multiprocessor, as one
 //     warpgroup per block runs, and in 0.137 with 32). Two warpgroups per block run up to 24 warps
-//     (16 at 32 columns), 8 steps ahead (log step 85).
+//     (16 at 32 columns), 8 steps ahead (log step 85). With more than 64 channels per group the
+//     copy engine brings the input into shared memory instead (kTma: dec_tasnet 0.171 ms against
+//     0.254 with the loads above and 0.206 on the FFMA decoder, log step 90).
 //   B (weights) is split once per block and group into K-major big/small planes that stay in
 //     shared memory for the whole reduction (plane_offset's layout).
 //   The tensor cores accumulate kSumSteps steps (64 channels) from zero, then fp32 registers
