@@ -1673,6 +1673,42 @@ TEST_CASE("cuda: tensor-core decoders against the float64 oracle") {
   cc::set_decoder_tma(tma_was);
 }
 
+// The tensor-core decoder's copy-engine ring under compute-sanitizer (memcheck, racecheck): the
+// ring wrapping within a tile (8 stages of 64 channels), blocks running several tiles, groups,
+// odd rows and padding, a ragged last stage, Conv1d.
+TEST_CASE("cuda:sanitize tensor-core decoder through the copy engine") {
+  CUDA_OR_SKIP();
+  namespace cc = convbank::detail::cuda;
+  if (!cc::wgmma_available()) return;
+  const PolicyScope policy(cc::WgmmaPolicy::kAlways);
+  const bool tma_was = cc::decoder_tma();
+  cc::set_decoder_tma(true);
+  const std::uint64_t before = cc::decoder_tma_launches();
+  GridStats stats;
+  std::uint64_t seed = 2718;
+  using T = ConvTranspose1dOptions;
+  CHECK(run_config<ConvTranspose1d, T>(
+      {.in_channels = 512, .out_channels = 1, .kernel_size = 16, .stride = 8}, 1, 3001, false,
+      seed++, stats));
+  CHECK(run_config<ConvTranspose1d, T>(
+      {.in_channels = 128, .out_channels = 1, .kernel_size = 16, .stride = 8}, 2, 9000, false,
+      seed++, stats));
+  CHECK(run_config<ConvTranspose1d, T>({.in_channels = 2 * 96,
+                                        .out_channels = 2 * 2,
+                                        .kernel_size = 8,
+                                        .stride = 4,
+                                        .padding = 3,
+                                        .groups = 2},
+                                       2, 1001, false, seed++, stats));
+  using C = Conv1dOptions;
+  CHECK(
+      run_config<Conv1d, C>({.in_channels = 132, .out_channels = 1, .kernel_size = 7, .padding = 3},
+                            1, 2000, false, seed++, stats));
+  cc::set_decoder_tma(tma_was);
+  MESSAGE("decoder through the copy engine: worst ", stats.worst, " at ", stats.worst_config);
+  CHECK(cc::decoder_tma_launches() - before == 4);
+}
+
 TEST_CASE("cuda:sanitize small grid (compute-sanitizer subset)") {
   CUDA_OR_SKIP();
   GridStats a, b;
