@@ -1662,6 +1662,12 @@ TEST_CASE("cuda: tensor-core decoders against the float64 oracle") {
           {.in_channels = 512, .out_channels = 2, .kernel_size = 8, .stride = 4});
       CHECK(std::string(kernel_of(two, Shape{16, 512, 16383})) ==
             "conv_transpose1d_decoder_wgmma_3xtf32");
+      // dec_tasnet: the FFMA decoder's best case (one output, K 16, full waves), which the
+      // tensor-core decoder takes when its input comes through the copy engine.
+      const ConvTranspose1d dec(
+          {.in_channels = 512, .out_channels = 1, .kernel_size = 16, .stride = 8});
+      CHECK(std::string(kernel_of(dec, Shape{16, 512, 16383})) ==
+            (tma ? "conv_transpose1d_decoder_wgmma_3xtf32" : "conv_transpose1d_decoder_ffma"));
       // ... and HiFi-GAN's conv_post, on one second of 24 kHz audio.
       const Conv1d post({.in_channels = 32, .out_channels = 1, .kernel_size = 7, .padding = 3});
       CHECK(std::string(kernel_of(post, Shape{1, 32, 24000})) == "conv1d_few_outputs_wgmma_3xtf32");
