@@ -244,8 +244,8 @@ bool decoder_wgmma_off() {
 // 1 on 40000 frames (1.18) 0.137 vs 0.156; 512 -> 2, K 8, s 4 0.215 vs 0.251; 256 -> 1, K 20,
 // s 10 0.132 vs 0.178 (two warpgroups per block since log step 85: dec_tasnet 0.222 vs 0.203,
 // K 20 0.105). With its input through the copy engine (more than 64 channels per group, log
-// step 90) it beats the FFMA decoder's best case too: dec_tasnet 0.176 / 0.179 vs 0.205, 16384
-// frames 0.176 vs 0.193. CONVBANK_CUDA_DECODER_WGMMA=0 turns it off (read once);
+// step 90) it beats the FFMA decoder's best case too: dec_tasnet 0.171 vs 0.206, 16384 frames
+// 0.171 vs 0.193 (check of bbb8418). CONVBANK_CUDA_DECODER_WGMMA=0 turns it off (read once);
 // CONVBANK_CUDA_WGMMA=1 takes it wherever it applies, =0 never.
 bool decoder_wgmma_wins(const ConvTranspose1dParams& p) {
   if (decoder_wgmma_off()) return false;
