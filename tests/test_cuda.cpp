@@ -1560,13 +1560,19 @@ TEST_CASE("cuda: tensor-core decoders against the float64 oracle") {
   CUDA_OR_SKIP();
   namespace cc = convbank::detail::cuda;
   const PolicyScope policy(cc::WgmmaPolicy::kAlways);  // the small shapes too
-  const bool tma_was = cc::decoder_tma();
-  // Every layer twice: input through the copy engine where the layer allows it (more than 64
-  // channels per group, a multiple of 4; 16-byte aligned views), then loaded by the consumers
-  // themselves.
-  for (const bool tma : {true, false}) {
+  const bool tma_was = cc::decoder_tma(), pair_was = cc::decoder_pair();
+  // Every layer three times: input through the copy engine where the layer allows it (more than
+  // 64 channels per group, a multiple of 4; 16-byte aligned views) with a step's products as two
+  // wgmmas (the pair) and as three, then loaded by the consumers themselves.
+  struct Variant {
+    bool tma, pair;
+  };
+  for (const Variant v : {Variant{true, true}, Variant{true, false}, Variant{false, false}}) {
+    const bool tma = v.tma;
     cc::set_decoder_tma(tma);
+    cc::set_decoder_pair(v.pair);
     const std::uint64_t tma_before = cc::decoder_tma_launches();
+    const std::uint64_t pair_before = cc::decoder_pair_launches();
     GridStats stats;
     std::uint64_t seed = 8080;
     using T = ConvTranspose1dOptions;
@@ -1640,8 +1646,10 @@ TEST_CASE("cuda: tensor-core decoders against the float64 oracle") {
          2, 5003, false);
     conv({.in_channels = 8, .out_channels = 4, .kernel_size = 8, .padding = 2}, 1, 300, false);
     const std::uint64_t tma_runs = cc::decoder_tma_launches() - tma_before;
-    MESSAGE("tensor-core decoders, copy engine ", std::string(tma ? "on" : "off"), " (", tma_runs,
-            " launches took it): worst ", stats.worst, " at ", stats.worst_config,
+    const std::uint64_t pair_runs = cc::decoder_pair_launches() - pair_before;
+    MESSAGE("tensor-core decoders, copy engine ", std::string(tma ? "on" : "off"), ", pair ",
+            std::string(v.pair ? "on" : "off"), " (", tma_runs, " launches took the copy engine, ",
+            pair_runs, " the pair): worst ", stats.worst, " at ", stats.worst_config,
             "; kernels: ", join(stats.kernels));
     CHECK(stats.runs == 22);
     if (cc::wgmma_available()) {
@@ -1653,6 +1661,7 @@ TEST_CASE("cuda: tensor-core decoders against the float64 oracle") {
       } else {
         CHECK(tma_runs == 0);
       }
+      CHECK(pair_runs == (v.pair ? tma_runs : 0));
       CHECK(stats.kernels == std::set<std::string>{"conv_transpose1d_decoder_wgmma_3xtf32",
                                                    "conv1d_few_outputs_wgmma_3xtf32"});
       // The default policy gives it a decoder of two outputs (its FFMA rival computes 16
@@ -1677,6 +1686,7 @@ TEST_CASE("cuda: tensor-core decoders against the float64 oracle") {
     }
   }
   cc::set_decoder_tma(tma_was);
+  cc::set_decoder_pair(pair_was);
 }
 
 // The tensor-core decoder's copy-engine ring under compute-sanitizer (memcheck, racecheck): the

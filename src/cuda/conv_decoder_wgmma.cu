@@ -129,6 +129,44 @@ __device__ __forceinline__ void wgmma_rs(float (&d)[16], const std::uint32_t (&a
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(scale_d));
 }
 
+__device__ __forceinline__ void wgmma_rs(float (&d)[32], const std::uint32_t (&a)[4],
+                                         std::uint64_t b, int scale_d) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32 "
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, "
+      "%19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, "
+      "{%32, %33, %34, %35}, %36, p, 1, 1;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
+        "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
+        "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]),
+        "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]),
+        "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(scale_d));
+}
+
+// The products of one step (x = hi + lo, w = big + small): hi x small + hi x big + lo x big.
+// kPair: hi x [small | big] as one wgmma of twice the columns into d (the two halves of its
+// columns, d[0 .. R) and d[R .. 2R), are added by the caller), and lo x big into e: two wgmmas
+// instead of three. e is an accumulator of its own: one that overlaps d's upper half makes
+// ptxas serialize the wgmmas (C7511).
+template <bool kPair, int R, int R2>
+__device__ __forceinline__ void wgmma_step(float (&d)[R2], float (&e)[R],
+                                           const std::uint32_t (&hi)[4],
+                                           const std::uint32_t (&lo)[4], std::uint64_t pair,
+                                           std::uint64_t big, std::uint64_t small, int scale_d) {
+  if constexpr (kPair) {
+    static_assert(R2 == 2 * R, "a pair accumulator holds both halves");
+    wgmma_rs(d, hi, pair, scale_d);
+    wgmma_rs(e, lo, big, scale_d);
+  } else {
+    static_assert(R2 == R, "one accumulator");
+    wgmma_rs(d, lo, big, scale_d);
+    wgmma_rs(d, hi, small, 1);
+    wgmma_rs(d, hi, big, 1);
+  }
+}
+
 #endif  // __CUDA_ARCH_FEAT_SM90_ALL
 
 // kWG warpgroups per block, each owning kM = 2 / kWG m64 tiles of the 128 rows. Two warpgroups
@@ -154,7 +192,10 @@ __device__ __forceinline__ void wgmma_rs(float (&d)[16], const std::uint32_t (&a
   return 4 * (16 * (st >> 3) + 8 * (j & 1) + 2 * q + c) + (j >> 1);
 }
 
-template <int kN, int kWG, bool kTma>
+//
+// kPair: the weight planes are one plane of 2 kN columns, small then big, so that hi x [small |
+// big] is one wgmma (wgmma_step()).
+template <int kN, int kWG, bool kTma, bool kPair>
 __global__ void __launch_bounds__(128 * kWG + (kTma ? 32 : 0), kTma ? 1 : (kN == 16 ? 3 : 2))
     conv_transpose1d_decoder_wgmma_kernel(DecArgs a, const __grid_constant__ CUtensorMap x_map) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -269,8 +310,13 @@ __global__ void __launch_bounds__(128 * kWG + (kTma ? 32 : 0), kTma ? 1 : (kN ==
             ci < a.cin_g && n < cols ? __ldg(wg + ci * a.w_ci + co * a.w_co + k * a.w_k) : 0.0f;
         std::uint32_t hi, lo;
         ok &= split_tf32(v, hi, lo);
-        smem[plane_offset(r, n, kN)] = __uint_as_float(hi);
-        smem[plane + plane_offset(r, n, kN)] = __uint_as_float(lo);
+        if constexpr (kPair) {
+          smem[plane_offset(r, n, 2 * kN)] = __uint_as_float(lo);
+          smem[plane_offset(r, n + kN, 2 * kN)] = __uint_as_float(hi);
+        } else {
+          smem[plane_offset(r, n, kN)] = __uint_as_float(hi);
+          smem[plane + plane_offset(r, n, kN)] = __uint_as_float(lo);
+        }
       }
       fence_proxy_async();  // the planes are read by wgmma (the async proxy)
       w_bad = consumers_any(!ok);
@@ -320,7 +366,8 @@ __global__ void __launch_bounds__(128 * kWG + (kTma ? 32 : 0), kTma ? 1 : (kN ==
 #pragma unroll
       for (int u = 0; u < kAhead; ++u) load(raw[u], u);
     }
-    float acc[kM][kAcc], sum[kM][kAcc];
+    float acc[kM][kPair ? 2 * kAcc : kAcc], sum[kM][kAcc];
+    float acc_lo[kM][kAcc];  // kPair: lo x big
 #pragma unroll
     for (int m = 0; m < kM; ++m) {
 #pragma unroll
@@ -373,15 +420,21 @@ __global__ void __launch_bounds__(128 * kWG + (kTma ? 32 : 0), kTma ? 1 : (kN ==
         } else {
           load(rv, st + kAhead);
         }
-        const std::uint32_t step_bytes = st * (kN / 8) * 256;
-        const std::uint64_t db = b_desc(big_addr + step_bytes);
-        const std::uint64_t ds = b_desc(small_addr + step_bytes);
+        std::uint64_t db, ds, dp = 0;
+        if constexpr (kPair) {
+          const std::uint32_t step_bytes = st * (kN / 4) * 256;
+          dp = b_desc(big_addr + step_bytes);
+          db = b_desc(big_addr + step_bytes + (kN / 8) * 256);
+          ds = 0;
+        } else {
+          const std::uint32_t step_bytes = st * (kN / 8) * 256;
+          db = b_desc(big_addr + step_bytes);
+          ds = b_desc(small_addr + step_bytes);
+        }
         wgmma_fence();
 #pragma unroll
         for (int m = 0; m < kM; ++m) {
-          wgmma_rs(acc[m], lo[bb][m], db, u != 0);
-          wgmma_rs(acc[m], hi[bb][m], ds, 1);
-          wgmma_rs(acc[m], hi[bb][m], db, 1);
+          wgmma_step<kPair, kAcc>(acc[m], acc_lo[m], hi[bb][m], lo[bb][m], dp, db, ds, u != 0);
         }
         wgmma_commit();
         if (!kTma && u + 1 < kSumSteps) {
@@ -399,11 +452,20 @@ __global__ void __launch_bounds__(128 * kWG + (kTma ? 32 : 0), kTma ? 1 : (kN ==
 #pragma unroll
       for (int set = 0; set < kSets; ++set) pin_operands(hi[set], lo[set]);
 #pragma unroll
-      for (int m = 0; m < kM; ++m) fence_operands(acc[m]);
+      for (int m = 0; m < kM; ++m) {
+        fence_operands(acc[m]);
+        if constexpr (kPair) fence_operands(acc_lo[m]);
+      }
 #pragma unroll
       for (int m = 0; m < kM; ++m) {
 #pragma unroll
-        for (int i = 0; i < kAcc; ++i) sum[m][i] += acc[m][i];
+        for (int i = 0; i < kAcc; ++i) {
+          if constexpr (kPair) {
+            sum[m][i] += (acc[m][kAcc + i] + acc_lo[m][i]) + acc[m][i];
+          } else {
+            sum[m][i] += acc[m][i];
+          }
+        }
       }
     }
 
@@ -510,16 +572,33 @@ int steps_of(const DecLayer& l) {
   return static_cast<int>((l.cin_g + 63) / 64 * 8);
 }
 
-template <int kN, int kWG, bool kTma>
+template <int kN, int kWG, bool kTma, bool kPair>
 bool kernel_ready() {
   static const bool ok = [] {
-    const bool set = cudaFuncSetAttribute(conv_transpose1d_decoder_wgmma_kernel<kN, kWG, kTma>,
-                                          cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                          kTma ? kTmaMaxSmem : kMaxSmem) == cudaSuccess;
+    const bool set =
+        cudaFuncSetAttribute(conv_transpose1d_decoder_wgmma_kernel<kN, kWG, kTma, kPair>,
+                             cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             kTma ? kTmaMaxSmem : kMaxSmem) == cudaSuccess;
     if (!set) cudaGetLastError();
     return set;
   }();
   return ok;
+}
+
+std::atomic<bool> g_pair_on{!env_off("CONVBANK_CUDA_DECODER_PAIR")};
+std::atomic<std::uint64_t> g_pair_launches{0};
+
+bool pair_on() {
+  return g_pair_on.load(std::memory_order_relaxed);
+}
+
+// The pair layout only where the copy engine feeds the kernel: with the consumers' own loads
+// (three blocks per multiprocessor at 16 columns) the pair's wider accumulator leaves ptxas too
+// few registers to keep the wgmmas in flight (C7511: serialized).
+template <int kN, int kWG, bool kTma>
+bool kernel_ready() {
+  return kTma && pair_on() ? kernel_ready<kN, kWG, kTma, kTma>()
+                           : kernel_ready<kN, kWG, kTma, false>();
 }
 
 template <int kN>
@@ -572,27 +651,41 @@ int tma_stages(const DecArgs& a, const DecLayer& l, CUtensorMap& map) {
                                  u64(a.x_cs * l.cin_g) * sizeof(float),
                                  u64(a.x_bs) * sizeof(float)};
   const cuuint32_t box[4] = {kBoxFrames, 16, 1, 1}, steps[4] = {1, 1, 1, 1};
+  // 128-byte L2 promotion measured faster than 256 bytes and none (log step 91 in
+  // docs/performance.md, two device calls of two rounds each: dec_tasnet 0.167 / 0.170 and
+  // 0.168 / 0.168 ms against 0.171 / 0.172 and 0.169 / 0.169 with 256 bytes; 0.171 / 0.171
+  // with none).
+  const CUtensorMapL2promotion promo = CU_TENSOR_MAP_L2_PROMOTION_L2_128B;
   const bool ok =
       encode(&map, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 4, const_cast<float*>(a.x), dims, strides, box,
-             steps, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE,
-             CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+             steps, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE, promo,
+             CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
   const bool ready = n == 16 ? kernel_ready<16, 2, true>() : kernel_ready<32, 2, true>();
   return ok && ready ? stages : 0;
 }
 
-template <int kN, int kWG, bool kTma>
-void launch_with(const DecArgs& a, const CUtensorMap& map, std::size_t smem, cudaStream_t stream) {
+template <int kN, int kWG, bool kTma, bool kPair>
+void launch_pair(const DecArgs& a, const CUtensorMap& map, std::size_t smem, cudaStream_t stream) {
   constexpr int kThreads = 128 * kWG + (kTma ? 32 : 0);
   int per_sm = 0;
   if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-          &per_sm, conv_transpose1d_decoder_wgmma_kernel<kN, kWG, kTma>, kThreads, smem) !=
+          &per_sm, conv_transpose1d_decoder_wgmma_kernel<kN, kWG, kTma, kPair>, kThreads, smem) !=
       cudaSuccess) {
     cudaGetLastError();
     per_sm = 1;
   }
   const std::int64_t resident = std::int64_t{std::max(per_sm, 1)} * num_sms();
-  conv_transpose1d_decoder_wgmma_kernel<kN, kWG, kTma>
+  conv_transpose1d_decoder_wgmma_kernel<kN, kWG, kTma, kPair>
       <<<grid_dim(std::min(a.tiles, resident), kMaxGridX), kThreads, smem, stream>>>(a, map);
+}
+
+template <int kN, int kWG, bool kTma>
+void launch_with(const DecArgs& a, const CUtensorMap& map, std::size_t smem, cudaStream_t stream) {
+  if (kTma && pair_on()) {
+    launch_pair<kN, kWG, kTma, kTma>(a, map, smem, stream);
+  } else {
+    launch_pair<kN, kWG, kTma, false>(a, map, smem, stream);
+  }
 }
 
 // Two warpgroups per block from 128 input channels per group (16 steps) up: on the H200 (log
@@ -636,6 +729,7 @@ void launch(DecArgs a, const DecLayer& l, cudaStream_t stream, const char* name,
   a.stages = tma_stages(a, l, map);
   if (a.stages > 0) {
     g_tma_launches.fetch_add(1, std::memory_order_relaxed);
+    if (pair_on()) g_pair_launches.fetch_add(1, std::memory_order_relaxed);
     const std::size_t smem = tma_smem_bytes(a.steps, n, a.stages);
     if (n == 16) {
       launch_with<16, 2, true>(a, map, smem, stream);
@@ -665,6 +759,18 @@ bool decoder_tma() {
 
 std::uint64_t decoder_tma_launches() {
   return g_tma_launches.load(std::memory_order_relaxed);
+}
+
+void set_decoder_pair(bool on) {
+  g_pair_on.store(on, std::memory_order_relaxed);
+}
+
+bool decoder_pair() {
+  return pair_on();
+}
+
+std::uint64_t decoder_pair_launches() {
+  return g_pair_launches.load(std::memory_order_relaxed);
 }
 
 bool conv_transpose1d_decoder_wgmma_supported(const ConvTranspose1dParams& p) {

@@ -60,5 +60,11 @@ SsInputCopies ss_input_copies();
 void set_decoder_tma(bool on);
 bool decoder_tma();
 std::uint64_t decoder_tma_launches();
+// The copy-engine decoder's products of a step as two wgmmas, hi x [small | big] and lo x big,
+// instead of three; on to start with unless CONVBANK_CUDA_DECODER_PAIR=0. The copy-engine
+// launches that took the pair (the tests count).
+void set_decoder_pair(bool on);
+bool decoder_pair();
+std::uint64_t decoder_pair_launches();
 
 }  // namespace convbank::detail::cuda

@@ -102,4 +102,11 @@ bool decoder_tma() {
 std::uint64_t decoder_tma_launches() {
   return 0;
 }
+void set_decoder_pair(bool) {}
+bool decoder_pair() {
+  return false;
+}
+std::uint64_t decoder_pair_launches() {
+  return 0;
+}
 }  // namespace convbank::detail::cuda

@@ -1,0 +1,353 @@
+// Two questions about the memory-bound kernels, answered on the H200 by kernels that do only the
+// part in question (docs/performance.md, log steps 91-92):
+//
+//   wgmma  How fast do the tensor-core decoder's small register-A wgmmas issue? Per 8-deep step
+//          it runs three m64n16k8 products into one accumulator (lo x big, hi x small, hi x big);
+//          the same products fit one m64n32k8 (hi x [small | big]) and one m64n16k8 (lo x big).
+//          Times one block per multiprocessor of 1 or 2 warpgroups issuing 8-step groups.
+//   store  How fast can enc_tasnet's output (16 x 512 rows of 16383 floats, 537 MB) be written
+//          when each block owns a run of frame tiles of 64 rows: lanes storing 4-byte words 32
+//          frames apart (the encoder's pattern), or the tile staged in a ring in shared memory
+//          and written as whole 128-byte lines, the row's unfinished last line carried into the
+//          next tile, by the copy engine (cp.async.bulk) or by 16-byte stores.
+//
+//   nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a scripts/cuda_probes.cu \
+//     -o /tmp/probes && /tmp/probes
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <vector>
+
+#define CHECK(x)                                                                               \
+  do {                                                                                         \
+    cudaError_t e_ = (x);                                                                      \
+    if (e_ != cudaSuccess) {                                                                   \
+      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
+      std::exit(1);                                                                            \
+    }                                                                                          \
+  } while (0)
+
+namespace {
+
+__device__ __forceinline__ unsigned smem_u32(const void* p) {
+  return static_cast<unsigned>(__cvta_generic_to_shared(p));
+}
+
+// ---- wgmma ------------------------------------------------------------------------------------
+
+__device__ __forceinline__ std::uint64_t bdesc(std::uint32_t addr) {
+  return static_cast<std::uint64_t>((addr & 0x3FFFF) >> 4) | (std::uint64_t{128 >> 4} << 16) |
+         (std::uint64_t{256 >> 4} << 32);
+}
+__device__ __forceinline__ void wg16(float (&d)[8], const std::uint32_t (&a)[4], std::uint64_t b) {
+  asm volatile(
+      "wgmma.mma_async.sync.aligned.m64n16k8.f32.tf32.tf32 "
+      "{%0, %1, %2, %3, %4, %5, %6, %7}, {%8, %9, %10, %11}, %12, 1, 1, 1;\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
+        "+f"(d[7])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b));
+}
+__device__ __forceinline__ void wg32(float (&d)[8], float (&e)[8], const std::uint32_t (&a)[4],
+                                     std::uint64_t b) {
+  asm volatile(
+      "wgmma.mma_async.sync.aligned.m64n32k8.f32.tf32.tf32 "
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, "
+      "{%16, %17, %18, %19}, %20, 1, 1, 1;\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
+        "+f"(d[7]), "+f"(e[0]), "+f"(e[1]), "+f"(e[2]), "+f"(e[3]), "+f"(e[4]), "+f"(e[5]),
+        "+f"(e[6]), "+f"(e[7])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b));
+}
+template <int R>
+__device__ __forceinline__ void keep(float (&d)[R]) {
+#pragma unroll
+  for (int i = 0; i < R; ++i) asm volatile("" : "+f"(d[i])::"memory");
+}
+
+// kMode 0: 3 x m64n16k8 per step into one accumulator (the decoder today); 1: m64n32k8 +
+// m64n16k8; 2: 3 x m64n16k8 into two accumulators, steps alternating.
+template <int kMode>
+__global__ void __launch_bounds__(256, 1) wgmma_probe(float* out, int iters) {
+  __shared__ __align__(128) float b[2 * 8 * 8 * 16];
+  for (int i = threadIdx.x; i < 2 * 8 * 8 * 16; i += blockDim.x) {
+    b[i] = __uint_as_float(0x3f800000u + ((i * 2654435761u) & 0x7fe000u));
+  }
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+  __syncthreads();
+  std::uint32_t hi[8][4], lo[8][4];
+#pragma unroll
+  for (int u = 0; u < 8; ++u) {
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      hi[u][i] = 0x3f800000u + (((threadIdx.x * 31 + u * 7 + i) * 40503u) & 0x7fe000u);
+      lo[u][i] = 0x33800000u + (((threadIdx.x * 17 + u * 5 + i) * 40503u) & 0x7fe000u);
+    }
+  }
+  float d0[8] = {}, d1[8] = {}, d2[8] = {};
+  const std::uint32_t base = smem_u32(b);
+  for (int it = 0; it < iters; ++it) {
+    asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+#pragma unroll
+    for (int u = 0; u < 8; ++u) {
+      if constexpr (kMode == 1) {
+        const std::uint32_t s = base + u * 4 * 256;  // 32 columns: small 0..15, big 16..31
+        wg32(d0, d1, hi[u], bdesc(s));
+        wg16(d2, lo[u], bdesc(s + 512));  // an accumulator of its own (sharing d1: C7511)
+      } else {
+        const std::uint32_t s = base + u * 2 * 256, sm = s + 8 * 2 * 256;
+        float(&d)[8] = (kMode == 2 && (u & 1)) ? d1 : d0;
+        wg16(d, lo[u], bdesc(s));
+        wg16(d, hi[u], bdesc(sm));
+        wg16(d, hi[u], bdesc(s));
+      }
+    }
+    asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+    asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+    keep(d0);
+    keep(d1);
+    keep(d2);
+#pragma unroll
+    for (int u = 0; u < 8; ++u) {
+#pragma unroll
+      for (int i = 0; i < 4; ++i) asm volatile("" : "+r"(hi[u][i]), "+r"(lo[u][i])::"memory");
+    }
+  }
+  float s = 0.0f;
+#pragma unroll
+  for (int i = 0; i < 8; ++i) s += d0[i] + d1[i] + d2[i];
+  out[blockIdx.x * blockDim.x + threadIdx.x] = s;
+}
+
+// ---- store ------------------------------------------------------------------------------------
+
+constexpr int kTile = 128;  // frames per tile
+constexpr int kRing = 192;  // ring floats per row: a carried line (32) + a tile (128), 32 spare
+constexpr int kRows = 8;    // rows per warp; 8 warps, 64 rows per block
+
+struct StoreArgs {
+  float* y;
+  long rows, frames;
+  int segs, seg_tiles;
+};
+
+__device__ __forceinline__ float value(long row, long f) {
+  return static_cast<float>(f) + 0.25f * static_cast<float>(row & 1023);
+}
+
+// kMode 0: 4-byte stores, frames lane + 32 j (the encoder's pattern); 1: ring + copy engine;
+// 2: ring + 16-byte stores of whole lines.
+template <int kMode>
+__global__ void __launch_bounds__(256, 4) store_probe(StoreArgs a) {
+  extern __shared__ __align__(128) float ring_all[];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const long item = blockIdx.x;
+  const long rt = item / a.segs;
+  const int seg = static_cast<int>(item - rt * a.segs);
+  const long row0 = rt * 64 + warp * kRows;
+  const long t_begin = long{seg} * a.seg_tiles * kTile;
+  const long t_end = min(a.frames, t_begin + long{a.seg_tiles} * kTile);
+  if (t_begin >= t_end) return;
+  float* ring = ring_all + warp * kRows * kRing;
+  // Lane c < kRows keeps row c's state: its ring rotation (frame f at (f + rot) % kRing, so that
+  // a 128-byte line of the output is a 128-byte line of the ring), the run's first and last line
+  // boundary, and the frame its stored lines reach; the other lanes read it by shuffles.
+  const int cl = lane & (kRows - 1);
+  const long my_base = (row0 + cl) * a.frames;
+  const int my_rot = static_cast<int>(my_base % kRing);
+  const int my_first = static_cast<int>(t_begin + ((32 - (my_base + t_begin) % 32) % 32));
+  const int my_last = static_cast<int>(t_end - (my_base + t_end) % 32);
+  int my_p = my_first;
+  for (long T = t_begin; T < t_end; T += kTile) {
+    float v[kRows][4];
+#pragma unroll
+    for (int c = 0; c < kRows; ++c) {
+#pragma unroll
+      for (int j = 0; j < 4; ++j) v[c][j] = value(row0 + c, T + lane + 32 * j);
+    }
+    if constexpr (kMode == 0) {
+#pragma unroll
+      for (int c = 0; c < kRows; ++c) {
+        float* yr = a.y + (row0 + c) * a.frames;
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+          const long f = T + lane + 32 * j;
+          if (f < t_end) yr[f] = v[c][j];
+        }
+      }
+      continue;
+    }
+    if constexpr (kMode == 1) {
+      if (lane < kRows) asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
+    }
+    __syncwarp();
+#pragma unroll
+    for (int c = 0; c < kRows; ++c) {
+      const int rot = __shfl_sync(~0u, my_rot, c), pf = __shfl_sync(~0u, my_first, c),
+                pl = __shfl_sync(~0u, my_last, c);
+      float* yr = a.y + (row0 + c) * a.frames;
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        const int f = static_cast<int>(T) + lane + 32 * j;
+        if (f >= t_end) continue;
+        if (f < pf || f >= pl) {
+          yr[f] = v[c][j];  // a line shared with the neighbouring run
+        } else {
+          ring[c * kRing + (f + rot) % kRing] = v[c][j];
+        }
+      }
+    }
+    if constexpr (kMode == 1) asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+    __syncwarp();
+    const long tile_end = min(T + kTile, t_end);
+    const int my_e = static_cast<int>(min(tile_end - (my_base + tile_end) % 32, long{my_last}));
+    if constexpr (kMode == 1) {
+      if (lane < kRows && my_e > my_p) {
+        const int pos = (my_p + my_rot) % kRing;
+        const int n = my_e - my_p, n1 = min(n, kRing - pos);
+        const float* src = ring + lane * kRing;
+        float* dst = a.y + my_base + my_p;
+        asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;\n" ::"l"(dst),
+                     "r"(smem_u32(src + pos)), "r"(n1 * 4)
+                     : "memory");
+        if (n1 < n) {
+          asm volatile(
+              "cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;\n" ::"l"(dst + n1),
+              "r"(smem_u32(src)), "r"((n - n1) * 4)
+              : "memory");
+        }
+      }
+      if (lane < kRows) asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
+    } else {
+#pragma unroll
+      for (int c = 0; c < kRows; ++c) {
+        const int p = __shfl_sync(~0u, my_p, c), e = __shfl_sync(~0u, my_e, c),
+                  rot = __shfl_sync(~0u, my_rot, c);
+        float* yr = a.y + (row0 + c) * a.frames + p;
+        for (int i = lane; i < (e - p) / 4; i += 32) {
+          const int q = (p + rot + 4 * i) % kRing;
+          __stcs(reinterpret_cast<float4*>(yr + 4 * i),
+                 *reinterpret_cast<const float4*>(ring + c * kRing + q));
+        }
+      }
+    }
+    my_p = max(my_p, my_e);
+  }
+  if constexpr (kMode == 1) {
+    if (lane < kRows) asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory");
+  }
+}
+
+__global__ void write4(float4* y, long n4, float v) {
+  for (long i = blockIdx.x * long{blockDim.x} + threadIdx.x; i < n4;
+       i += long{gridDim.x} * blockDim.x)
+    y[i] = make_float4(v, v, v, v);
+}
+
+float median_ms(const std::function<void()>& f, int runs = 20) {
+  cudaEvent_t a, b;
+  CHECK(cudaEventCreate(&a));
+  CHECK(cudaEventCreate(&b));
+  for (int i = 0; i < 3; ++i) f();
+  std::vector<float> ms;
+  for (int i = 0; i < runs; ++i) {
+    CHECK(cudaEventRecord(a));
+    f();
+    CHECK(cudaEventRecord(b));
+    CHECK(cudaEventSynchronize(b));
+    float t = 0;
+    CHECK(cudaEventElapsedTime(&t, a, b));
+    ms.push_back(t);
+  }
+  CHECK(cudaGetLastError());
+  std::sort(ms.begin(), ms.end());
+  return ms[ms.size() / 2];
+}
+
+}  // namespace
+
+int main() {
+  int sms = 0, clock_khz = 0;
+  CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  CHECK(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, 0));
+  std::printf("multiprocessors %d, clock %.2f GHz (attribute)\n", sms, clock_khz * 1e-6);
+
+  // wgmma: cycles per 8-step group of one warpgroup, and per group with two warpgroups sharing a
+  // multiprocessor (the decoder's block).
+  {
+    float* out = nullptr;
+    CHECK(cudaMalloc(&out, sizeof(float) * sms * 256));
+    const int iters = 4000;
+    const char* names[3] = {"3 x m64n16k8, one accumulator", "m64n32k8 + m64n16k8",
+                            "3 x m64n16k8, two accumulators"};
+    std::printf(
+        "\n| wgmma per 8-step group | warpgroups per SM | ns per group and SM | cycles "
+        "|\n|---|---|---|---|\n");
+    for (int mode = 0; mode < 3; ++mode) {
+      for (int wg = 1; wg <= 2; ++wg) {
+        auto run = [&] {
+          if (mode == 0) wgmma_probe<0><<<sms, 128 * wg>>>(out, iters);
+          if (mode == 1) wgmma_probe<1><<<sms, 128 * wg>>>(out, iters);
+          if (mode == 2) wgmma_probe<2><<<sms, 128 * wg>>>(out, iters);
+        };
+        const float ms = median_ms(run, 10);
+        const double ns = ms * 1e6 / (double(iters) * wg);
+        std::printf("| %s | %d | %.1f | %.0f |\n", names[mode], wg, ns, ns * clock_khz * 1e-6);
+      }
+    }
+    CHECK(cudaFree(out));
+  }
+
+  // store: enc_tasnet's output.
+  {
+    const long rows = 16 * 512, frames = 16383, n = rows * frames;
+    float* y = nullptr;
+    CHECK(cudaMalloc(&y, sizeof(float) * (n + 64)));
+    const double bytes = double(n) * 4;
+    std::printf("\n| store pattern, %ld rows of %ld frames | ms | TB/s |\n|---|---:|---:|\n", rows,
+                frames);
+    const float m = median_ms([&] { CHECK(cudaMemsetAsync(y, 0, bytes)); });
+    std::printf("| cudaMemsetAsync | %.3f | %.2f |\n", m, bytes / m * 1e-9);
+    const float w4 =
+        median_ms([&] { write4<<<sms * 8, 512>>>(reinterpret_cast<float4*>(y), n / 4, 1.0f); });
+    std::printf("| float4 grid-stride | %.3f | %.2f |\n", w4, bytes / w4 * 1e-9);
+    const std::size_t smem = sizeof(float) * 8 * kRows * kRing;
+    CHECK(cudaFuncSetAttribute(store_probe<1>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+    CHECK(cudaFuncSetAttribute(store_probe<2>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+    const long t_tiles = (frames + kTile - 1) / kTile;
+    const char* names[3] = {"4-byte words, frames lane + 32 j", "ring, copy engine lines",
+                            "ring, 16-byte stores of lines"};
+    std::vector<float> host(n);
+    for (int segs : {1, 2, 4, 8}) {
+      StoreArgs a{y, rows, frames, segs, static_cast<int>((t_tiles + segs - 1) / segs)};
+      const long blocks = rows / 64 * segs;
+      for (int mode = 0; mode < 3; ++mode) {
+        auto run = [&] {
+          if (mode == 0) store_probe<0><<<blocks, 256, 0>>>(a);
+          if (mode == 1) store_probe<1><<<blocks, 256, smem>>>(a);
+          if (mode == 2) store_probe<2><<<blocks, 256, smem>>>(a);
+        };
+        CHECK(cudaMemset(y, 0xff, bytes));
+        run();
+        CHECK(cudaDeviceSynchronize());
+        CHECK(cudaMemcpy(host.data(), y, bytes, cudaMemcpyDeviceToHost));
+        long bad = 0;
+        for (long r = 0; r < rows; ++r) {
+          for (long f = 0; f < frames; ++f) {
+            const float want = static_cast<float>(f) + 0.25f * static_cast<float>(r & 1023);
+            bad += host[r * frames + f] != want;
+          }
+        }
+        const float ms = median_ms(run);
+        std::printf("| %s, %d runs per row (%ld blocks) | %.3f | %.2f |%s\n", names[mode], segs,
+                    blocks, ms, bytes / ms * 1e-9, bad ? " WRONG" : "");
+        if (bad) std::printf("  %ld wrong values\n", bad);
+      }
+    }
+    CHECK(cudaFree(y));
+  }
+  return 0;
+}
