@@ -27,7 +27,9 @@
 //     copy engine brings the input into shared memory instead (kTma: dec_tasnet 0.171 ms against
 //     0.254 with the loads above and 0.206 on the FFMA decoder, log step 90).
 //   B (weights) is split once per block and group into K-major big/small planes that stay in
-//     shared memory for the whole reduction (plane_offset's layout).
+//     shared memory for the whole reduction (plane_offset's layout). With the copy engine the
+//     two planes are one of twice the columns, so that a step's products are two wgmmas, not
+//     three (kPair; dec_tasnet 0.171 vs 0.174-0.176 ms, log step 91).
 //   The tensor cores accumulate kSumSteps steps (64 channels) from zero, then fp32 registers
 //     add them up, so no truncating accumulation runs longer than 64 products (see
 //     conv_wgmma.cu, kSsSumSteps).
@@ -192,9 +194,8 @@ __device__ __forceinline__ void wgmma_step(float (&d)[R2], float (&e)[R],
   return 4 * (16 * (st >> 3) + 8 * (j & 1) + 2 * q + c) + (j >> 1);
 }
 
-//
-// kPair: the weight planes are one plane of 2 kN columns, small then big, so that hi x [small |
-// big] is one wgmma (wgmma_step()).
+// kPair (with kTma only): the weight planes are one plane of 2 kN columns, small then big, so
+// that hi x [small | big] is one wgmma (wgmma_step()): a step takes 2 wgmmas instead of 3.
 template <int kN, int kWG, bool kTma, bool kPair>
 __global__ void __launch_bounds__(128 * kWG + (kTma ? 32 : 0), kTma ? 1 : (kN == 16 ? 3 : 2))
     conv_transpose1d_decoder_wgmma_kernel(DecArgs a, const __grid_constant__ CUtensorMap x_map) {
