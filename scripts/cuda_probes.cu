@@ -10,17 +10,25 @@
 //          frames apart (the encoder's pattern), or the tile staged in a ring in shared memory
 //          and written as whole 128-byte lines, the row's unfinished last line carried into the
 //          next tile, by the copy engine (cp.async.bulk) or by 16-byte stores.
+//   read   How fast does the copy engine read dec_tasnet's input (16 x 512 rows of 16383 floats)
+//          into a ring of stages, as the tensor-core decoder's producer does (bulk tensor copies
+//          of "quad rows", 4 channels 16-byte aligned together), with no consumer work: the
+//          decoder's box (132 frames x 16 quad rows, 4 copies per 64-channel stage) against
+//          longer rows, more rows per box, and fewer or more stages.
 //
-//   nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a scripts/cuda_probes.cu \
-//     -o /tmp/probes && /tmp/probes
+//   nvcc -O3 -std=c++17 -Isrc -gencode=arch=compute_90a,code=sm_90a scripts/cuda_probes.cu \
+//     -o /tmp/probes && /tmp/probes [wgmma] [read] [store]
 #include <cuda_runtime.h>
 
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <functional>
 #include <vector>
+
+#include "cuda/tma.cuh"  // the decoder's barriers, tensor copies and tensor-map encoder
 
 #define CHECK(x)                                                                               \
   do {                                                                                         \
@@ -241,6 +249,78 @@ __global__ void __launch_bounds__(256, 4) store_probe(StoreArgs a) {
   }
 }
 
+// ---- read -------------------------------------------------------------------------------------
+
+namespace cb = convbank::detail::cuda;
+
+struct ReadArgs {
+  long x_cs, frames;
+  int batch, channels;  // channels per batch item, a multiple of 4 * rows
+  int tile;             // frames per tile; a copy reads tile + 4 (its 16-byte lead)
+  int rows;             // quad rows per box
+  int stage_channels;   // channels per stage: 4 boxes of `rows` quad rows each, or more
+  int stages;
+  long tiles, tiles_per_b;
+};
+
+// A producer thread and one consumer warp that only waits for each stage and hands it back.
+__global__ void __launch_bounds__(64, 1)
+    read_probe(ReadArgs a, const __grid_constant__ CUtensorMap map, float* sink) {
+  extern __shared__ __align__(128) unsigned char smem_raw[];
+  const std::uint32_t base = (smem_u32(smem_raw) + 127) & ~127u;
+  const int box_bytes = (a.tile + 4) * a.rows * 4;
+  const int boxes = a.stage_channels / (4 * a.rows) * 4;
+  const int stage_bytes = boxes * box_bytes;
+  const std::uint32_t full0 = base + a.stages * stage_bytes, empty0 = full0 + 8 * a.stages;
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < a.stages; ++s) {
+      cb::mbar_init(full0 + 8 * s, 1);
+      cb::mbar_init(empty0 + 8 * s, 1);
+    }
+    cb::mbar_fence_init();
+  }
+  __syncthreads();
+  const int per_tile = a.channels / a.stage_channels;
+  int slot = 0;
+  std::uint32_t phase = 0;
+  if (threadIdx.x == 32) {
+    for (long t = blockIdx.x; t < a.tiles; t += gridDim.x) {
+      const int b = static_cast<int>(t / a.tiles_per_b);
+      const int qb = static_cast<int>((t - b * a.tiles_per_b) * a.tile) - 1;
+      for (int k = 0; k < per_tile; ++k) {
+        cb::mbar_wait(empty0 + 8 * slot, phase ^ 1);
+        const std::uint32_t full = full0 + 8 * slot, dst = base + slot * stage_bytes;
+        cb::mbar_expect(full, stage_bytes);
+        for (int i = 0; i < boxes; ++i) {
+          const int u = i & 3, r0 = k * (a.stage_channels / 4) + (i >> 2) * a.rows;
+          const int c0 = static_cast<int>(u * a.x_cs) + qb;
+          cb::tensor_copy_input(dst + i * box_bytes, map, 1, c0 - (c0 & 3), r0, 0, b, full);
+        }
+        if (++slot == a.stages) {
+          slot = 0;
+          phase ^= 1;
+        }
+      }
+    }
+  } else if (threadIdx.x < 32) {
+    float s = 0.0f;
+    for (long t = blockIdx.x; t < a.tiles; t += gridDim.x) {
+      for (int k = 0; k < per_tile; ++k) {
+        cb::mbar_wait(full0 + 8 * slot, phase);
+        s += reinterpret_cast<const float*>(smem_raw + (base - smem_u32(smem_raw)) +
+                                            slot * stage_bytes)[threadIdx.x];
+        __syncwarp();
+        if (threadIdx.x == 0) cb::mbar_arrive(empty0 + 8 * slot);
+        if (++slot == a.stages) {
+          slot = 0;
+          phase ^= 1;
+        }
+      }
+    }
+    if (s == 123.0f) *sink = s;  // keeps the reads; never true on the zero-filled input
+  }
+}
+
 __global__ void write4(float4* y, long n4, float v) {
   for (long i = blockIdx.x * long{blockDim.x} + threadIdx.x; i < n4;
        i += long{gridDim.x} * blockDim.x)
@@ -269,7 +349,15 @@ float median_ms(const std::function<void()>& f, int runs = 20) {
 
 }  // namespace
 
-int main() {
+// Arguments name the probes to run (wgmma, read, store); none runs all three.
+int main(int argc, char** argv) {
+  auto wanted = [&](const char* name) {
+    if (argc < 2) return true;
+    for (int i = 1; i < argc; ++i) {
+      if (std::strcmp(argv[i], name) == 0) return true;
+    }
+    return false;
+  };
   int sms = 0, clock_khz = 0;
   CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
   CHECK(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, 0));
@@ -277,7 +365,7 @@ int main() {
 
   // wgmma: cycles per 8-step group of one warpgroup, and per group with two warpgroups sharing a
   // multiprocessor (the decoder's block).
-  {
+  if (wanted("wgmma")) {
     float* out = nullptr;
     CHECK(cudaMalloc(&out, sizeof(float) * sms * 256));
     const int iters = 4000;
@@ -301,8 +389,86 @@ int main() {
     CHECK(cudaFree(out));
   }
 
+  // read: dec_tasnet's input through the copy engine.
+  if (wanted("read")) {
+    const int batch = 16, channels = 512;
+    const long frames = 16383, x_cs = frames, n = long{batch} * channels * frames;
+    float* x = nullptr;
+    float* sink = nullptr;
+    CHECK(cudaMalloc(&x, sizeof(float) * n));
+    CHECK(cudaMalloc(&sink, sizeof(float)));
+    CHECK(cudaMemset(x, 0, sizeof(float) * n));
+    const cb::TensorMapEncode encode = cb::tensor_map_encoder();
+    if (encode == nullptr) {
+      std::printf("no tensor-map encoder\n");
+      return 1;
+    }
+    std::printf(
+        "\n| copy-engine reads, %d x %d rows of %ld floats | ms | TB/s |\n|---|---:|---:|\n", batch,
+        channels, frames);
+    struct Variant {
+      int tile, rows, stage_channels, stages;
+      const char* what;
+    };
+    const Variant variants[] = {
+        {128, 16, 64, 4, "132 x 16 quad rows, 4 per 64-channel stage, 4 stages (the decoder's)"},
+        {128, 16, 64, 2, "the same, 2 stages"},
+        {128, 16, 64, 6, "the same, 6 stages"},
+        {128, 8, 64, 4, "132 x 8 quad rows, 8 per 64-channel stage, 4 stages"},
+        {128, 32, 128, 3, "132 x 32 quad rows, 4 per 128-channel stage, 3 stages"},
+        {252, 16, 64, 3, "256 x 16 quad rows, 4 per 64-channel stage, 3 stages"},
+        {252, 16, 64, 2, "256 x 16 quad rows, 2 stages"},
+    };
+    for (const Variant& v : variants) {
+      CUtensorMap map{};
+      const cuuint64_t dims[4] = {static_cast<cuuint64_t>(4 * x_cs),
+                                  static_cast<cuuint64_t>(channels / 4), 1,
+                                  static_cast<cuuint64_t>(batch)};
+      const cuuint64_t strides[3] = {static_cast<cuuint64_t>(4 * x_cs) * 4,
+                                     static_cast<cuuint64_t>(channels * x_cs) * 4,
+                                     static_cast<cuuint64_t>(channels * x_cs) * 4};
+      const cuuint32_t box[4] = {static_cast<cuuint32_t>(v.tile + 4),
+                                 static_cast<cuuint32_t>(v.rows), 1, 1};
+      const cuuint32_t steps[4] = {1, 1, 1, 1};
+      if (encode(&map, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 4, x, dims, strides, box, steps,
+                 CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE,
+                 CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
+                 CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS) {
+        std::printf("| %s | map refused | |\n", v.what);
+        continue;
+      }
+      const long tiles_per_b = (frames + v.tile - 1) / v.tile;
+      ReadArgs a{};
+      a.x_cs = x_cs;
+      a.frames = frames;
+      a.batch = batch;
+      a.channels = channels;
+      a.tile = v.tile;
+      a.rows = v.rows;
+      a.stage_channels = v.stage_channels;
+      a.stages = v.stages;
+      a.tiles = batch * tiles_per_b;
+      a.tiles_per_b = tiles_per_b;
+      const std::size_t smem =
+          128 + static_cast<std::size_t>(v.stages) * 4 * (v.stage_channels / 4) * (v.tile + 4) * 4 +
+          16 * v.stages;
+      if (cudaFuncSetAttribute(read_probe, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                               static_cast<int>(smem)) != cudaSuccess ||
+          smem > 227 * 1024) {
+        cudaGetLastError();
+        std::printf("| %s | too much shared memory | |\n", v.what);
+        continue;
+      }
+      const float ms = median_ms([&] { read_probe<<<sms, 64, smem>>>(a, map, sink); });
+      const double bytes = double(n) * 4 * (v.tile + 4) / v.tile;
+      std::printf("| %s | %.3f | %.2f |\n", v.what, ms, bytes / ms * 1e-9);
+    }
+    CHECK(cudaFree(x));
+    CHECK(cudaFree(sink));
+  }
+
   // store: enc_tasnet's output.
-  {
+  if (wanted("store")) {
     const long rows = 16 * 512, frames = 16383, n = rows * frames;
     float* y = nullptr;
     CHECK(cudaMalloc(&y, sizeof(float) * (n + 64)));
