@@ -98,6 +98,12 @@ if has bench && [ -x "$BUILD/apps/bench_cuda/convbank-bench-cuda" ]; then
     CONVBANK_CUDA_WGMMA_SS=0 timeout "$(budget 90)" "$BUILD/apps/bench_cuda/convbank-bench-cuda" \
       --no-cudnn --workload all --workload offlist 2>/dev/null |
       grep -E '^\| (seed|enc|dec|tcn|up|x_)' >>"$OUT/bench.md"
+    # The SS kernel with 3xTF32 products everywhere instead of 3xFP16 where the dispatcher picks it.
+    echo "## CONVBANK_CUDA_SS_HALF=0" >>"$OUT/bench.md"
+    CONVBANK_CUDA_SS_HALF=0 timeout "$(budget 60)" "$BUILD/apps/bench_cuda/convbank-bench-cuda" \
+      --no-cudnn --workload seedA --workload seedB --workload enc_stft512 --workload x_dilated \
+      --workload x_k3_odd --workload x_grouped_t --workload x_up4x --workload x_dilated_t \
+      2>/dev/null | grep -E '^\| (seed|enc|x_)' >>"$OUT/bench.md"
     # Rows off 32-byte boundaries with the SS kernel's plain epilogue instead of whole sectors.
     echo "## CONVBANK_CUDA_SS_SECTORS=0" >>"$OUT/bench.md"
     CONVBANK_CUDA_SS_SECTORS=0 timeout "$(budget 60)" "$BUILD/apps/bench_cuda/convbank-bench-cuda" \
@@ -174,10 +180,17 @@ fi
 if has sanitize && [ -x "$TESTS" ]; then
   stamp "compute-sanitizer memcheck + racecheck on cuda:sanitize*"
   status[sanitize]=ok
+  # racecheck leaves out the 3xFP16 case: it reports the job scale that the SS kernel's producer
+  # stores before bar.arrive and its consumers load after bar.sync on the same named barrier (and
+  # the reverse for the stage's reuse) as a hazard, though the PTX ISA (barrier, 9.7.13.1)
+  # documents exactly that producer/consumer exchange as ordered; memcheck runs it.
   for tool in memcheck racecheck; do
     echo "=== $tool ===" >>"$OUT/sanitize.log"
+    exclude=""
+    [ "$tool" = racecheck ] && exclude='cuda:sanitize 3xFP16*'
     timeout "$(budget 75)" compute-sanitizer --tool "$tool" --error-exitcode 9 \
-      "$TESTS" --test-case='cuda:sanitize*' >>"$OUT/sanitize.log" 2>&1 || status[sanitize]=FAIL
+      "$TESTS" --test-case='cuda:sanitize*' --test-case-exclude="$exclude" \
+      >>"$OUT/sanitize.log" 2>&1 || status[sanitize]=FAIL
   done
   stamp "sanitize: ${status[sanitize]}"
 fi

@@ -476,6 +476,20 @@ using PolicyScope =
 using EncoderAlignedScope = ScopedPolicy<convbank::detail::cuda::encoder_aligned_policy,
                                          convbank::detail::cuda::set_encoder_aligned_policy>;
 
+// A kernel name with the shared-memory-operand kernel's precision left out: its 3xFP16 and
+// 3xTF32 products (cc::set_ss_half_policy) run the same copies, tiles and epilogues, which the
+// tests that check those name the kernel for.
+std::string any_precision(std::string k) {
+  const std::size_t at = k.find("_3xfp16_");
+  if (at != std::string::npos) k.replace(at, 8, "_3xtf32_");
+  return k;
+}
+std::set<std::string> any_precision(const std::set<std::string>& ks) {
+  std::set<std::string> r;
+  for (const auto& k : ks) r.insert(any_precision(k));
+  return r;
+}
+
 std::string join(const std::set<std::string>& s) {
   std::string r;
   for (const auto& x : s) r += (r.empty() ? "" : ", ") + x;
@@ -490,6 +504,24 @@ TEST_CASE("cuda: wgmma 3xTF32 grid against the float64 oracle") {
   GridStats stats;
   const cc::SsInputCopies copies_before = cc::ss_input_copies();
   wgmma_grid(72, 90210, stats);
+  {
+    // The same configurations with 3xTF32 everywhere (the first pass took 3xFP16 where the
+    // dispatcher chose it), then with 3xFP16 wherever a launch allows it.
+    const cc::WgmmaPolicy half_was = cc::ss_half_policy();
+    cc::set_ss_half_policy(cc::WgmmaPolicy::kNever);
+    GridStats tf32;
+    wgmma_grid(72, 90210, tf32);
+    cc::set_ss_half_policy(cc::WgmmaPolicy::kAlways);
+    GridStats fp16;
+    wgmma_grid(72, 90210, fp16);
+    cc::set_ss_half_policy(half_was);
+    MESSAGE("wgmma grid with 3xFP16 wherever it fits: ", fp16.runs, " configs, worst ", fp16.worst,
+            " at ", fp16.worst_config);
+    CHECK(fp16.runs == stats.runs);
+    MESSAGE("wgmma grid with 3xTF32 only: ", tf32.runs, " configs, worst ", tf32.worst, " at ",
+            tf32.worst_config);
+    CHECK(tf32.runs == stats.runs);
+  }
   const cc::SsInputCopies copies = cc::ss_input_copies();
   MESSAGE("wgmma grid: ", stats.runs, " configs (", stats.strided, " strided), worst ", stats.worst,
           " at ", stats.worst_config, "; kernels: ", join(stats.kernels));
@@ -514,7 +546,7 @@ TEST_CASE("cuda: wgmma 3xTF32 grid against the float64 oracle") {
         "conv1d_wgmma_ss_3xtf32_64x256", "conv_transpose1d_wgmma_ss_3xtf32_128x128",
         "conv_transpose1d_wgmma_ss_3xtf32_64x256", "conv_transpose1d_phase_wgmma_3xtf32_128x64",
         "conv_transpose1d_d2s_wgmma_ss_3xtf32_128x128"}) {
-    CHECK_MESSAGE(stats.kernels.count(k) == 1, "grid never ran ", k);
+    CHECK_MESSAGE(any_precision(stats.kernels).count(k) == 1, "grid never ran ", k);
   }
 }
 
@@ -579,7 +611,7 @@ TEST_CASE("cuda: space-to-depth tensor-core encoders against the float64 oracle"
   CHECK(stats.runs == 10);
   if (cc::wgmma_available()) {
     for (const auto& k : stats.kernels)
-      CHECK_MESSAGE(k.rfind("conv1d_s2d_wgmma_ss_3xtf32_", 0) == 0, k);
+      CHECK_MESSAGE(any_precision(k).rfind("conv1d_s2d_wgmma_ss_3xtf32_", 0) == 0, k);
   }
 }
 
@@ -718,8 +750,8 @@ TEST_CASE("cuda: depth-to-space tensor-core ConvTranspose1d against the float64 
   CHECK(stats.runs == 10);
   if (cc::wgmma_available()) {
     for (const auto& k : stats.kernels)
-      CHECK_MESSAGE(k.rfind("conv_transpose1d_d2s_wgmma_ss_3xtf32_", 0) == 0, k);
-    CHECK(stats.kernels.size() == 2);  // both channel tiles
+      CHECK_MESSAGE(any_precision(k).rfind("conv_transpose1d_d2s_wgmma_ss_3xtf32_", 0) == 0, k);
+    CHECK(any_precision(stats.kernels).size() == 2);  // both channel tiles
     // Copies wider than the copy engine's 256-element box dimension (the 64 x 256 tiles) went
     // in parts, for rows of a multiple of 4 frames and of odd length.
     MESSAGE("copies in parts: rows ", copies.rows_split - copies_before.rows_split, ", quad rows ",
@@ -755,7 +787,7 @@ TEST_CASE("cuda: pointwise tensor-core layers against the float64 oracle") {
           join(rf.kernels));
   CHECK(ss.runs + rf.runs == 8);
   if (cc::wgmma_available()) {
-    CHECK(ss.kernels == std::set<std::string>{"conv1d_wgmma_ss_3xtf32_128x128"});
+    CHECK(any_precision(ss.kernels) == std::set<std::string>{"conv1d_wgmma_ss_3xtf32_128x128"});
     CHECK(rf.kernels == std::set<std::string>{"conv1d_wgmma_3xtf32_128x64"});
   }
 }
@@ -868,7 +900,7 @@ TEST_CASE("cuda:sanitize dilated layers with a window per tap against the float6
   CHECK(windowed.runs + other.runs == 12);
   if (cc::wgmma_available()) {
     for (const std::string& k : windowed.kernels) {
-      CHECK_MESSAGE(k.find("_wgmma_ss_3xtf32_128x128") != std::string::npos, k);
+      CHECK_MESSAGE(any_precision(k).find("_wgmma_ss_3xtf32_128x128") != std::string::npos, k);
     }
     CHECK(after.windowed - before.windowed == 11);
   }
@@ -907,7 +939,7 @@ TEST_CASE("cuda: long kernels and wide spans on the 64-row tensor-core tile agai
   CHECK(stats.runs == 6);
   if (cc::wgmma_available()) {
     for (const std::string& k : stats.kernels) {
-      CHECK_MESSAGE(k.find("_wgmma_ss_3xtf32_64x256") != std::string::npos, k);
+      CHECK_MESSAGE(any_precision(k).find("_wgmma_ss_3xtf32_64x256") != std::string::npos, k);
     }
   }
 }
@@ -961,7 +993,7 @@ TEST_CASE("cuda:sanitize two-stage tensor-core kernel against the float64 oracle
   CHECK(stats.runs == 7);
   if (cc::wgmma_available()) {
     for (const std::string& k : stats.kernels) {
-      CHECK_MESSAGE(k.find("_wgmma_ss_3xtf32_") != std::string::npos, k);
+      CHECK_MESSAGE(any_precision(k).find("_wgmma_ss_3xtf32_") != std::string::npos, k);
     }
     CHECK(after.two_stages - before.two_stages == 7);
   }
@@ -1042,7 +1074,7 @@ TEST_CASE("cuda:sanitize tap groups on the tensor-core kernel against the float6
   CHECK(stats.runs == 10);
   if (cc::wgmma_available()) {
     for (const std::string& k : stats.kernels) {
-      CHECK_MESSAGE(k.find("_taps_wgmma_ss_3xtf32_") != std::string::npos, k);
+      CHECK_MESSAGE(any_precision(k).find("_taps_wgmma_ss_3xtf32_") != std::string::npos, k);
     }
   }
 }
@@ -1796,6 +1828,8 @@ enum class Data {
   kNonFinite,     // NaN and +Inf at a few input positions
   kDynamicRange,  // |x| and |w| log-uniform in [1e-6, 1e3], random signs
   kPositive,      // x, w and bias >= 0: no cancellation (power spectra through a mel bank)
+  kTiny,          // x around 1e-25 and w around 1e-8: far below fp16's range
+  kHuge,          // x around 1e25 and w around 1e8: far above it
 };
 
 // Without cancellation the partial sums grow steadily, and a rounding bias of the tensor
@@ -1835,6 +1869,9 @@ void check_special(const Options& o, std::int64_t n, std::int64_t frames, std::u
     xt(n - 1, 0, frames / 3) = nan;
   } else if (data == Data::kPositive) {
     make_positive(xt);
+  } else if (data == Data::kTiny || data == Data::kHuge) {
+    const float f = data == Data::kTiny ? 1e-25f : 1e25f;
+    for (std::int64_t i = 0; i < xt.numel(); ++i) xt.data()[i] *= f;
   } else {
     spread_magnitudes(xt, rng);
   }
@@ -1844,6 +1881,10 @@ void check_special(const Options& o, std::int64_t n, std::int64_t frames, std::u
   Tensor wt = oracle::to_tensor(wa);
   if (data == Data::kDynamicRange) spread_magnitudes(wt, rng);
   if (data == Data::kPositive) make_positive(wt);
+  if (data == Data::kTiny || data == Data::kHuge) {
+    const float f = data == Data::kTiny ? 1e-8f : 1e8f;
+    for (std::int64_t i = 0; i < wt.numel(); ++i) wt.data()[i] *= f;
+  }
   wa = oracle::from_tensor(wt);
   layer.set_weight(wt.view());
   std::vector<double> bias;
@@ -1877,7 +1918,9 @@ void check_special(const Options& o, std::int64_t n, std::int64_t frames, std::u
   const double err = std::sqrt(num / den);
   const std::string what = data == Data::kNonFinite      ? "non-finite: "
                            : data == Data::kDynamicRange ? "dynamic range: "
-                                                         : "positive: ";
+                           : data == Data::kPositive     ? "positive: "
+                           : data == Data::kTiny         ? "tiny: "
+                                                         : "huge: ";
   MESSAGE(what, kernel, ": ", nonfinite, " non-finite outputs, ", mismatched,
           " class mismatches, relative L2 of the rest ", err);
   CHECK((data == Data::kNonFinite) == (nonfinite > 0));
@@ -2142,4 +2185,98 @@ TEST_CASE("cuda: all-positive inputs and weights, every kernel family and deep r
   run(Conv1dOptions{.in_channels = 256, .out_channels = 256, .kernel_size = 11, .padding = 5}, 1,
       1200);
   MESSAGE("positive check ran: ", join(kernels));
+}
+
+// The shared-memory-operand kernel's products in fp16 pairs (3xFP16) on the layers whose chunks
+// allow it (at most 4 taps, contiguous rows): K 1-4, Conv1d and ConvTranspose1d, both tiles,
+// ragged channel chunks, dilation, bias, strided views with rows off 16-byte boundaries,
+// depth-to-space (up2x-like) and space-to-depth (STFT-like). Each layer on random data and then
+// on data spanning nine decades, all-positive data, inputs and weights far below and far above
+// fp16's range (the per-job and per-row scales), and NaN/Inf; once with 3xFP16 and once with
+// 3xTF32 on the same layers. Fails unless every launch of the first pass took 3xFP16 and none of
+// the second did.
+TEST_CASE("cuda: 3xFP16 tensor-core kernel against the float64 oracle, and 3xTF32 on its layers") {
+  CUDA_OR_SKIP();
+  namespace cc = convbank::detail::cuda;
+  const PolicyScope policy(cc::WgmmaPolicy::kAlways);
+  struct HalfScope {
+    cc::WgmmaPolicy was = cc::ss_half_policy();
+    ~HalfScope() { cc::set_ss_half_policy(was); }
+  } const scope;
+  using C = Conv1dOptions;
+  using T = ConvTranspose1dOptions;
+  for (const bool half : {true, false}) {
+    cc::set_ss_half_policy(half ? cc::WgmmaPolicy::kAlways : cc::WgmmaPolicy::kNever);
+    GridStats stats;
+    std::set<std::string> kernels;
+    std::uint64_t seed = 1601;
+    std::uint64_t launches = 0;
+    const std::uint64_t before = cc::ss_half_launches();
+    const auto run = [&](const auto& o, std::int64_t n, std::int64_t frames, bool strided) {
+      using Layer = LayerOf<std::decay_t<decltype(o)>>;
+      const std::string kernel = kernel_of(Layer(o), Shape{n, o.in_channels, frames});
+      kernels.insert(kernel);
+      CHECK_MESSAGE(
+          kernel.find(half ? "_wgmma_ss_3xfp16_" : "_wgmma_ss_3xtf32_") != std::string::npos,
+          kernel);
+      run_config<Layer>(o, n, frames, strided, seed++, stats);
+      for (const Data d :
+           {Data::kDynamicRange, Data::kPositive, Data::kTiny, Data::kHuge, Data::kNonFinite}) {
+        check_special<Layer>(o, n, frames, seed++, d);
+      }
+      launches += 6;
+    };
+    run(C{.in_channels = 64, .out_channels = 128, .kernel_size = 3}, 2, 1000, false);
+    run(C{.in_channels = 48, .out_channels = 96, .kernel_size = 3, .padding = 1, .bias = false}, 2,
+        1001, true);
+    run(C{.in_channels = 32, .out_channels = 64, .kernel_size = 3, .padding = 1}, 1, 1500, false);
+    run(T{.in_channels = 128, .out_channels = 128, .kernel_size = 3, .stride = 1}, 1, 1200, false);
+    run(C{.in_channels = 512, .out_channels = 128, .kernel_size = 1}, 2, 700, false);
+    run(C{.in_channels = 40, .out_channels = 80, .kernel_size = 2, .padding = 1}, 2, 999, true);
+    run(C{.in_channels = 24, .out_channels = 64, .kernel_size = 4, .padding = 3, .dilation = 2}, 2,
+        800, false);
+    run(T{.in_channels = 64, .out_channels = 32, .kernel_size = 4, .stride = 2, .padding = 1}, 2,
+        900, false);
+    run(C{.in_channels = 1, .out_channels = 514, .kernel_size = 512, .stride = 128}, 1, 16384,
+        false);
+    const std::uint64_t took = cc::ss_half_launches() - before;
+    MESSAGE(std::string(half ? "3xFP16" : "3xTF32"), ": ", stats.runs, " layers, worst ",
+            stats.worst, " at ", stats.worst_config, "; ", took, " of ", launches,
+            " launches took 3xFP16; kernels: ", join(kernels));
+    CHECK(stats.runs == 9);
+    if (cc::wgmma_available()) CHECK(took == (half ? launches : 0));
+  }
+}
+
+// The 3xFP16 kernel under compute-sanitizer (memcheck, racecheck): its per-job maximum and scale
+// in shared memory, the stages of halves, the half planes' workspace; small layers, every launch
+// 3xFP16.
+TEST_CASE("cuda:sanitize 3xFP16 tensor-core kernel") {
+  CUDA_OR_SKIP();
+  namespace cc = convbank::detail::cuda;
+  const PolicyScope policy(cc::WgmmaPolicy::kAlways);
+  struct HalfScope {
+    cc::WgmmaPolicy was = cc::ss_half_policy();
+    ~HalfScope() { cc::set_ss_half_policy(was); }
+  } const scope;
+  cc::set_ss_half_policy(cc::WgmmaPolicy::kAlways);
+  GridStats stats;
+  std::uint64_t seed = 1609;
+  const std::uint64_t before = cc::ss_half_launches();
+  run_config<Conv1d, Conv1dOptions>(
+      {.in_channels = 48, .out_channels = 96, .kernel_size = 3, .padding = 1}, 2, 300, true, seed++,
+      stats);
+  run_config<ConvTranspose1d, ConvTranspose1dOptions>(
+      {.in_channels = 32, .out_channels = 64, .kernel_size = 3, .stride = 1}, 1, 400, false, seed++,
+      stats);
+  run_config<ConvTranspose1d, ConvTranspose1dOptions>(
+      {.in_channels = 64, .out_channels = 64, .kernel_size = 4, .stride = 2, .padding = 1}, 1, 300,
+      false, seed++, stats);
+  run_config<Conv1d, Conv1dOptions>({.in_channels = 64, .out_channels = 128, .kernel_size = 1}, 1,
+                                    256, false, seed++, stats);
+  const std::uint64_t took = cc::ss_half_launches() - before;
+  MESSAGE("3xFP16 under the sanitizer: ", stats.runs, " layers, worst ", stats.worst, "; ", took,
+          " launches took 3xFP16; kernels: ", join(stats.kernels));
+  CHECK(stats.runs == 4);
+  if (cc::wgmma_available()) CHECK(took == 4);
 }

@@ -295,6 +295,15 @@ int conv_transpose1d_ss_tile(const ConvTranspose1dParams& p);
 // of the depth-to-space convolution of a strided ConvTranspose1d.
 int conv1d_s2d_ss_tile(const Conv1dParams& p);
 std::int64_t d2s_taps(const ConvTranspose1dParams& p);
+// Whether those launches multiply in fp16 pairs (3xFP16, the SS kernel's kHalf in
+// conv_wgmma.cu) rather than tf32 pairs: the kernel names say which. co_tile: wgmma_ss_tile()'s;
+// batch x groups, output rows (channels) per group and output frames of the convolution run.
+bool wgmma_ss_half(std::int64_t taps, std::int64_t dilation, int co_tile, bool aligned,
+                   std::int64_t batch_groups, std::int64_t rows, std::int64_t frames,
+                   bool d2s = false);
+bool conv1d_ss_half(const Conv1dParams& p);
+bool conv_transpose1d_ss_half(const ConvTranspose1dParams& p);
+bool conv1d_s2d_ss_half(const Conv1dParams& p);
 
 // A strided Conv1d with few input channels (one group, dilation 1, zeros padding, K a multiple
 // of the stride) as the stride-1 tensor-core convolution over stride * in_channels channels

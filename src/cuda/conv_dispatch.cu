@@ -276,10 +276,11 @@ bool few_outputs_wgmma_wins(const Conv1dParams& p) {
 }
 
 // Tensor-core kernel names: the register-fragment kernel (128 frames x 64 channels, ss_tile 0)
-// or the shared-memory-operand kernel (channels x frames, ss_tile = wgmma_ss_tile()). The phase
-// convolutions run only on the former, depth-to-space only on the latter.
+// or the shared-memory-operand kernel (channels x frames, ss_tile = wgmma_ss_tile()), whose
+// products are fp16 pairs where `half` (wgmma_ss_half()). The phase convolutions run only on the
+// former, depth-to-space only on the latter.
 enum class WgmmaKind { kConv, kS2d, kTransposed, kPhase, kD2s, kTaps, kTransposedTaps };
-const char* wgmma_name(WgmmaKind kind, int ss_tile) {
+const char* wgmma_name(WgmmaKind kind, int ss_tile, bool half = false) {
   static constexpr const char* kNames[3][3] = {
       {"conv1d_wgmma_3xtf32_128x64", "conv1d_wgmma_ss_3xtf32_64x256",
        "conv1d_wgmma_ss_3xtf32_128x128"},
@@ -287,10 +288,19 @@ const char* wgmma_name(WgmmaKind kind, int ss_tile) {
        "conv1d_s2d_wgmma_ss_3xtf32_128x128"},
       {"conv_transpose1d_wgmma_3xtf32_128x64", "conv_transpose1d_wgmma_ss_3xtf32_64x256",
        "conv_transpose1d_wgmma_ss_3xtf32_128x128"}};
+  static constexpr const char* kHalfNames[3][2] = {
+      {"conv1d_wgmma_ss_3xfp16_64x256", "conv1d_wgmma_ss_3xfp16_128x128"},
+      {"conv1d_s2d_wgmma_ss_3xfp16_64x256", "conv1d_s2d_wgmma_ss_3xfp16_128x128"},
+      {"conv_transpose1d_wgmma_ss_3xfp16_64x256", "conv_transpose1d_wgmma_ss_3xfp16_128x128"}};
+  half = half && ss_tile != 0;
   switch (kind) {
     case WgmmaKind::kPhase:
       return "conv_transpose1d_phase_wgmma_3xtf32_128x64";
     case WgmmaKind::kD2s:
+      if (half) {
+        return ss_tile == 64 ? "conv_transpose1d_d2s_wgmma_ss_3xfp16_64x256"
+                             : "conv_transpose1d_d2s_wgmma_ss_3xfp16_128x128";
+      }
       return ss_tile == 64 ? "conv_transpose1d_d2s_wgmma_ss_3xtf32_64x256"
                            : "conv_transpose1d_d2s_wgmma_ss_3xtf32_128x128";
     case WgmmaKind::kTaps:
@@ -300,7 +310,8 @@ const char* wgmma_name(WgmmaKind kind, int ss_tile) {
       return ss_tile == 64 ? "conv_transpose1d_taps_wgmma_ss_3xtf32_64x256"
                            : "conv_transpose1d_taps_wgmma_ss_3xtf32_128x128";
     default:
-      return kNames[static_cast<int>(kind)][ss_tile / 64];
+      return half ? kHalfNames[static_cast<int>(kind)][ss_tile / 64 - 1]
+                  : kNames[static_cast<int>(kind)][ss_tile / 64];
   }
 }
 
@@ -502,7 +513,8 @@ Choice choose_zeros_or_native(const Conv1dParams& p) {
   if (p.stride > 1 && s2d_first(p) && s2d_wins(p) && conv1d_s2d_supported(p)) {
     const int s2d_tile = conv1d_s2d_ss_tile(p);
     if (s2d_tile != 0 && use_wgmma(fmas, cout_g, true)) {
-      return {Family::kS2d, GemmTile::k128x128, wgmma_name(WgmmaKind::kS2d, s2d_tile)};
+      return {Family::kS2d, GemmTile::k128x128,
+              wgmma_name(WgmmaKind::kS2d, s2d_tile, conv1d_s2d_ss_half(p))};
     }
   }
   const int ss = conv1d_ss_tile(p);
@@ -515,12 +527,14 @@ Choice choose_zeros_or_native(const Conv1dParams& p) {
   }
   const bool tensor_cores = use_wgmma(fmas, cout_g, ss != 0);
   if (tensor_cores && conv1d_wgmma_supported(p)) {
-    return {Family::kWgmma, GemmTile::k128x128, wgmma_name(WgmmaKind::kConv, ss)};
+    return {Family::kWgmma, GemmTile::k128x128,
+            wgmma_name(WgmmaKind::kConv, ss, conv1d_ss_half(p))};
   }
   if (s2d_wins(p) && conv1d_s2d_supported(p)) {
     const int s2d_tile = conv1d_s2d_ss_tile(p);
     if (use_wgmma(fmas, cout_g, s2d_tile != 0)) {
-      return {Family::kS2d, GemmTile::k128x128, wgmma_name(WgmmaKind::kS2d, s2d_tile)};
+      return {Family::kS2d, GemmTile::k128x128,
+              wgmma_name(WgmmaKind::kS2d, s2d_tile, conv1d_s2d_ss_half(p))};
     }
   }
   if (few_outputs_wgmma_wins(p) && conv1d_few_outputs_wgmma_supported(p)) {
@@ -558,8 +572,9 @@ Choice choose(const ConvTranspose1dParams& p) {
     const std::int64_t rows = p.stride * cout_g;
     if (use_wgmma(p.batch * p.out_channels * p.out_frames * cin_g * d2s_taps(p), rows, true) &&
         conv_transpose1d_d2s_supported(p)) {
-      return {Family::kD2s, GemmTile::k128x128,
-              wgmma_name(WgmmaKind::kD2s, conv_transpose1d_ss_tile(p))};
+      return {
+          Family::kD2s, GemmTile::k128x128,
+          wgmma_name(WgmmaKind::kD2s, conv_transpose1d_ss_tile(p), conv_transpose1d_ss_half(p))};
     }
   }
   if (decoder_wgmma_wins(p) && conv_transpose1d_decoder_wgmma_supported(p)) {
@@ -574,7 +589,8 @@ Choice choose(const ConvTranspose1dParams& p) {
   }
   if (use_wgmma(fmas, cout_g, p.stride > 1 || ss != 0) && conv_transpose1d_wgmma_supported(p)) {
     return {Family::kWgmma, GemmTile::k128x128,
-            wgmma_name(p.stride == 1 ? WgmmaKind::kTransposed : WgmmaKind::kPhase, ss)};
+            wgmma_name(p.stride == 1 ? WgmmaKind::kTransposed : WgmmaKind::kPhase, ss,
+                       p.stride == 1 && conv_transpose1d_ss_half(p))};
   }
   if (p.kernel_size == 3 && p.stride == 1 && p.dilation == 1 && cin_g >= 16 && cout_g >= 32) {
     return {Family::kWinograd, GemmTile::k128x128, "conv_transpose1d_winograd_f43_ffma"};

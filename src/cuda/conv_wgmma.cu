@@ -42,6 +42,7 @@
 // non-finite weight, recomputes its outputs with the direct fp32 formula, which gives
 // PyTorch's classes exactly. Finite data pays one compare per output.
 #include <cuda.h>  // CUtensorMap (the tensor map itself comes from the driver at run time)
+#include <cuda_fp16.h>
 
 #include <algorithm>
 #include <atomic>
@@ -94,9 +95,14 @@ struct WgArgs {
   std::int64_t w_gs, w_co, w_ci;
   bool transposed;
   float* planes;  // split weights: [group][phase][column tile][chunk][big, small][plane]
-  int cols;       // columns (output channels) per tile and plane
-  int ci_chunk;   // input channels per chunk (8 or 16; 8 to 32 in the SS kernel)
-  int rt;         // reduction rows per chunk: taps * ci_chunk
+  // SS kernel, 3xFP16 (see "products in fp16 pairs" below): the launch may take it (the tap
+  // groups' launches do not), and the planes' per-row scales 2^r and 2^-r, [group][row].
+  bool half_ok;
+  const float* row_scale;
+  const float* row_inv;
+  int cols;      // columns (output channels) per tile and plane
+  int ci_chunk;  // input channels per chunk (8 or 16; 8 to 32 in the SS kernel)
+  int rt;        // reduction rows per chunk: taps * ci_chunk
   int nchunks;
   int span, pitch;  // input frames a block reads per channel (+3 for alignment); pitch
   std::uint32_t span_div, quads_div;  // ceil(2^32 / span), ceil(2^32 / (span / 4)): i / span
@@ -184,33 +190,76 @@ __device__ __forceinline__ void wgmma_tf32(float (&d)[32], const std::uint32_t (
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "n"(kScaleD));
 }
 
-// d (+)= A * B with both operands in shared memory (descriptors), m64n128k8; scale_d = 0
+// The 64 accumulators of an m64n128 wgmma: asm placeholders %0 .. %63 and operands d[0 .. 63].
+#define CONVBANK_WGMMA_D64                                                                     \
+  "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, " \
+  "%20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, " \
+  "%38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, " \
+  "%56, %57, %58, %59, %60, %61, %62, %63"
+#define CONVBANK_WGMMA_D64_OPERANDS(d)                                                            \
+  "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), \
+      "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]),    \
+      "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]),  \
+      "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]),  \
+      "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]),  \
+      "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]),  \
+      "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]),  \
+      "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]),  \
+      "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+
+// d (+)= A * B with both operands in shared memory (descriptors, both K-major), m64n128 and one
+// reduction step: k8 of tf32, or (kHalf) k16 of fp16, into fp32 accumulators; scale_d = 0
 // overwrites d (the first product of a chunk).
-__device__ __forceinline__ void wgmma_tf32_ss(float (&d)[64], std::uint64_t a, std::uint64_t b,
-                                              int scale_d) {
-  asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32 {"
-      "%0, %1, %2, %3, %4, %5, %6, %7, "
-      "%8, %9, %10, %11, %12, %13, %14, %15, "
-      "%16, %17, %18, %19, %20, %21, %22, %23, "
-      "%24, %25, %26, %27, %28, %29, %30, %31, "
-      "%32, %33, %34, %35, %36, %37, %38, %39, "
-      "%40, %41, %42, %43, %44, %45, %46, %47, "
-      "%48, %49, %50, %51, %52, %53, %54, %55, "
-      "%56, %57, %58, %59, %60, %61, %62, %63"
-      "}, %64, %65, p, 1, 1;\n}\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
-        "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
-        "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]),
-        "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]),
-        "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]),
-        "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]),
-        "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]),
-        "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
-        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]),
-        "+f"(d[63])
-      : "l"(a), "l"(b), "r"(scale_d));
+template <bool kHalf>
+__device__ __forceinline__ void wgmma_ss(float (&d)[64], std::uint64_t a, std::uint64_t b,
+                                         int scale_d) {
+  if constexpr (kHalf) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {" CONVBANK_WGMMA_D64
+        "}, %64, %65, p, 1, 1, 0, 0;\n}\n"
+        : CONVBANK_WGMMA_D64_OPERANDS(d)
+        : "l"(a), "l"(b), "r"(scale_d));
+  } else {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32 {" CONVBANK_WGMMA_D64
+        "}, %64, %65, p, 1, 1;\n}\n"
+        : CONVBANK_WGMMA_D64_OPERANDS(d)
+        : "l"(a), "l"(b), "r"(scale_d));
+  }
+}
+#undef CONVBANK_WGMMA_D64_OPERANDS
+#undef CONVBANK_WGMMA_D64
+
+// 3xFP16: x = hi + lo 2^-11 with hi = fp16(x) and lo = fp16((x - hi) 2^11) carries the 22
+// significant bits of the tf32 pair, and Hopper's fp16 wgmma does twice the tf32 rate (k16 per
+// instruction in the same time as tf32's k8) reading the same bytes per instruction: the three
+// products cost the tensor time and shared-memory reads of 1.5 tf32 ones. fp16's range (2^-14
+// to 65504 at full precision) asks for scales: the weights are scaled per row (2^r brings the
+// row's largest |w| into [8, 16), so that 2^11 hi stays below 2^15), the input per job (2^e
+// brings the job's largest |x| into [2^14, 2^15)); both are powers of two (exact), undone in
+// fp32 (the job's in the running sum, the row's in the epilogue). A value far below its row's
+// or job's largest loses bits it could not have added to the sum anyway: relative to that
+// largest value the representation error is below 2^-40. Non-finite values give NaN rests, so
+// the kernel's non-finite fallback runs as for 3xTF32. The exponent that scales the largest
+// magnitude (bits of |v|) into [2^top, 2^(top + 1)), kept to +-100 so that the scales and their
+// inverses (with 2^-11) stay normal floats.
+__device__ __forceinline__ int pow2_scale_exponent(std::uint32_t max_bits, int top) {
+  const int e = top + 127 - static_cast<int>(max_bits >> 23);
+  return e < -100 ? -100 : e > 100 ? 100 : e;
+}
+__device__ __forceinline__ float exp2_int(int e) {
+  return __uint_as_float(static_cast<std::uint32_t>(127 + e) << 23);
+}
+// Two values (already scaled) as hi and lo fp16 pairs, packed.
+__device__ __forceinline__ void split_f16x2(float x0, float x1, std::uint32_t& hi,
+                                            std::uint32_t& lo) {
+  const __half2 h = __floats2half2_rn(x0, x1);
+  const float2 f = __half22float2(h);
+  const __half2 l = __floats2half2_rn((x0 - f.x) * 2048.0f, (x1 - f.y) * 2048.0f);
+  hi = *reinterpret_cast<const std::uint32_t*>(&h);
+  lo = *reinterpret_cast<const std::uint32_t*>(&l);
 }
 
 // f(std::integral_constant<int, v>{}) when First <= v <= Last, else f(std::integral_constant<int,
@@ -311,6 +360,19 @@ __device__ __forceinline__ void copy_slab_rows(const WgArgs& a, float* dst, cons
   }
 }
 
+// Weight (tap, input channel ci) of GEMM column or row co of group g, phase ph, through the
+// layer's index map (WgArgs::w_*, transposed, d2s); zero past the channel counts.
+__device__ __forceinline__ float plane_weight(const WgArgs& a, std::int64_t g, int ph, int co,
+                                              int ci, int tap) {
+  if (ci >= a.cin_g || co >= a.cout_g) return 0.0f;
+  if (a.d2s > 1) {
+    const int cw = co / a.d2s, k = co - cw * a.d2s + (a.taps - 1 - tap) * a.d2s;
+    return k < a.d2s_k ? a.w[g * a.w_gs + cw * a.w_co + ci * a.w_ci + k] : 0.0f;
+  }
+  const int k = a.transposed ? ph + (a.taps - 1 - tap) * a.phases : tap;
+  return a.w[g * a.w_gs + co * a.w_co + ci * a.w_ci + k];
+}
+
 // Splits the weights into the planes the main kernel copies: one thread per plane element.
 // Elements past the channel counts are zero. Sets *nonfinite when a split is not exact.
 __global__ void wgmma_split_weights_kernel(WgArgs a, int* nonfinite) {
@@ -327,23 +389,67 @@ __global__ void wgmma_split_weights_kernel(WgArgs a, int* nonfinite) {
     const int nt = static_cast<int>(block / a.nchunks % a.n_tiles);
     const int ph = static_cast<int>(block / a.nchunks / a.n_tiles % a.phases);
     const std::int64_t g = block / a.nchunks / a.n_tiles / a.phases;
-    const int tap = r / a.ci_chunk, ci = c * a.ci_chunk + r % a.ci_chunk;
-    const int co = nt * a.cols + n;
-    float v = 0.0f;
-    if (ci < a.cin_g && co < a.cout_g) {
-      if (a.d2s > 1) {
-        const int cw = co / a.d2s, k = co - cw * a.d2s + (a.taps - 1 - tap) * a.d2s;
-        if (k < a.d2s_k) v = a.w[g * a.w_gs + cw * a.w_co + ci * a.w_ci + k];
-      } else {
-        const int k = a.transposed ? ph + (a.taps - 1 - tap) * a.phases : tap;
-        v = a.w[g * a.w_gs + co * a.w_co + ci * a.w_ci + k];
-      }
-    }
+    const float v =
+        plane_weight(a, g, ph, nt * a.cols + n, c * a.ci_chunk + r % a.ci_chunk, r / a.ci_chunk);
     std::uint32_t hi, lo;
     ok &= split_tf32(v, hi, lo);
     float* big = a.planes + block * 2 * plane;
     big[plane_offset(r, n, a.cols)] = __uint_as_float(hi);
     big[plane + plane_offset(r, n, a.cols)] = __uint_as_float(lo);
+  }
+  if (!ok) atomicOr(nonfinite, 1);
+#endif
+}
+
+// 3xFP16: the per-row weight scales (see pow2_scale_exponent), one warp per GEMM row of a group
+// (the SS kernel has one phase), [group][row] into scale and inv.
+__global__ void wgmma_weight_scales_kernel(WgArgs a, float* scale, float* inv) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  const std::int64_t row = (blockIdx.x * std::int64_t{blockDim.x} + threadIdx.x) >> 5;
+  const int lane = threadIdx.x & 31;
+  if (row >= a.groups * a.cout_g) return;
+  const std::int64_t g = row / a.cout_g;
+  const int co = static_cast<int>(row - g * a.cout_g);
+  std::uint32_t m = 0;
+  for (int e = lane; e < a.cin_g * a.taps; e += 32) {
+    m = max(m, __float_as_uint(plane_weight(a, g, 0, co, e / a.taps, e % a.taps)) & 0x7fffffffu);
+  }
+  m = __reduce_max_sync(0xffffffffu, m);
+  if (lane == 0) {
+    const int r = pow2_scale_exponent(m, 3);
+    scale[row] = exp2_int(r);
+    inv[row] = exp2_int(-r);
+  }
+#endif
+}
+
+// 3xFP16: the planes [group][column tile][chunk][2^11 hi, hi, lo][plane] of halves in
+// half_plane_offset's layout, the weights scaled by their row's 2^r first. Sets *nonfinite for
+// a non-finite weight.
+__global__ void wgmma_split_weights_half_kernel(WgArgs a, int* nonfinite) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  const int plane = a.cols * a.rt;
+  const std::int64_t total = a.groups * a.n_tiles * a.nchunks * std::int64_t{plane};
+  bool ok = true;
+  for (std::int64_t e = blockIdx.x * std::int64_t{blockDim.x} + threadIdx.x; e < total;
+       e += std::int64_t{gridDim.x} * blockDim.x) {
+    const int n = static_cast<int>(e % a.cols);
+    const int r = static_cast<int>(e / a.cols % a.rt);
+    const std::int64_t block = e / plane;  // (group, column tile, chunk)
+    const int c = static_cast<int>(block % a.nchunks);
+    const int nt = static_cast<int>(block / a.nchunks % a.n_tiles);
+    const std::int64_t g = block / a.nchunks / a.n_tiles;
+    const int co = nt * a.cols + n;
+    const float v = plane_weight(a, g, 0, co, c * a.ci_chunk + r % a.ci_chunk, r / a.ci_chunk);
+    ok &= fabsf(v) < INFINITY;
+    const float x = co < a.cout_g ? v * a.row_scale[g * a.cout_g + co] : 0.0f;
+    const __half hi = __float2half_rn(x);
+    const __half lo = __float2half_rn((x - __half2float(hi)) * 2048.0f);
+    __half* p = reinterpret_cast<__half*>(a.planes) + block * 3 * plane;
+    const int o = half_plane_offset(r, n, a.cols);
+    p[o] = __float2half_rn(__half2float(hi) * 2048.0f);  // exact: a power of two, below 2^16
+    p[plane + o] = hi;
+    p[2 * plane + o] = lo;
   }
   if (!ok) atomicOr(nonfinite, 1);
 #endif
@@ -601,23 +707,34 @@ constexpr int kTmaNone = 0, kTmaRows = 1, kTmaQuads = 2;
 // behind a runtime flag made every shape's kernel 3-8 % slower (ptxas spilled). kStages: the
 // ring of stages, 2 for layers whose three stages exceed the shared memory at 8 channels per
 // chunk (large dilations at K >= 4, 14-16 taps), where the producer then runs one job ahead.
+// kHalf: the products in fp16 pairs (3xFP16, see split_f16x2): weight planes [2^11 hi, hi,
+// lo] of halves, input planes [hi, lo] laid out [8-channel group][frame][8 channels] (a 16-byte
+// row per frame as before, so the descriptors and tap offsets are the same), m64n128k16
+// wgmmas, half the steps; the producer scales each job by a power of two it computes from the
+// job's largest value, the consumers undo it in the running sum and the row scales in the
+// epilogue. Chunks of a multiple of 16 channels, at most 64 reduction rows.
 template <bool kTransposed, int kCoTile, bool kD2s = false, bool kSectors = false,
-          int kStages = kSsStages>
+          int kStages = kSsStages, bool kHalf = false>
 __global__ void __launch_bounds__(kSsThreads, 1)
     conv1d_wgmma_ss_kernel(WgArgs a, const int* weights_nonfinite,
                            const __grid_constant__ CUtensorMap x_map) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   constexpr int kFrames = ss_block_frames(kCoTile);
   extern __shared__ __align__(128) float smem[];
-  const int a_stage = 2 * kCoTile * a.rt;     // floats: [big, small][kCoTile x rt]
-  const int b_plane = a.ci_chunk * a.span;    // floats: [ci_chunk / 4][span][4]
+  // Floats: [big, small][kCoTile x rt] (kHalf: [2^11 hi, hi, lo] of halves), and per input
+  // plane [ci_chunk / 4][span][4] (kHalf: halves [ci_chunk / 8][span][8]).
+  const int a_stage = kHalf ? 3 * kCoTile * a.rt / 2 : 2 * kCoTile * a.rt;
+  const int b_plane = kHalf ? a.ci_chunk * a.span / 2 : a.ci_chunk * a.span;
   const int stage = a_stage + 2 * b_plane;    // weights, then the input's big and small planes
   float* const raw = smem + kStages * stage;  // [2][raw_plane], the copied input
   const int raw_plane = a.raw_plane;
   // The stages' weight barriers, after the copy buffers (8-byte aligned: every size above is
-  // even), then the copy buffers' barriers (x_tma).
+  // even), then the copy buffers' barriers (x_tma); kHalf: then each stage's input scale (the
+  // consumers' factor 2^-(e + 11)) and the producer warps' largest magnitudes.
   const std::uint32_t wbar = smem_addr(raw + 2 * raw_plane);
   const std::uint32_t rbar = wbar + 8 * kStages;
+  float* const job_scale = raw + 2 * raw_plane + 2 * (kStages + 2);
+  std::uint32_t* const warp_max = reinterpret_cast<std::uint32_t*>(job_scale + kStages);
   const int wg = threadIdx.x >> 7, tid = threadIdx.x & 127;
   const std::int64_t tiles = a.t_tiles * a.n_tiles;
   const std::int64_t items = a.bg_count * tiles;
@@ -753,14 +870,59 @@ __global__ void __launch_bounds__(kSsThreads, 1)
       int base[4];
 #pragma unroll
       for (int u = 0; u < 4; ++u) base[u] = u * row_step + ((lead0 + u * lead_step) & 3);
-      for (int i = tid; i < b_plane / 4; i += 128) {
-        const int grp = static_cast<int>(__umulhi(i, a.span_div)), f = i - grp * a.span;
-        const float* rg = r + grp * grp_step + f;
-        std::uint32_t hi[4], lo[4];
+      if constexpr (kHalf) {
+        // Rows 8 grp + u: rows 4 (2 grp) + u and 4 (2 grp + 1) + u of the layout above. First the
+        // job's largest magnitude over the frames the consumers read (a value in the others, the
+        // alignment frames, belongs to a neighbouring tile and must not scale this one's away),
+        // then the split of the values scaled by 2^e. fmaxf passes over NaN: a NaN input stays
+        // NaN through the split and makes the outputs whose windows hold it NaN, as in 3xTF32.
+        const int n8 = b_plane / 4;  // 16-byte rows: (8-channel group, frame)
+        const int f_lo = t.shift, f_hi = t.shift + kFrames + (a.taps - 1) * a.dilation;
+        float mf = 0.0f;
+        for (int i = tid; i < n8; i += 128) {
+          const int grp = static_cast<int>(__umulhi(i, a.span_div)), f = i - grp * a.span;
+          if (f < f_lo || f >= f_hi) continue;
+          const float* rg = r + 2 * grp * grp_step + f;
 #pragma unroll
-        for (int u = 0; u < 4; ++u) split_tf32(rg[base[u]], hi[u], lo[u]);
-        big[i] = make_uint4(hi[0], hi[1], hi[2], hi[3]);
-        small[i] = make_uint4(lo[0], lo[1], lo[2], lo[3]);
+          for (int u = 0; u < 4; ++u) {
+            mf = fmaxf(mf, fabsf(rg[base[u]]));
+            mf = fmaxf(mf, fabsf(rg[grp_step + base[u]]));
+          }
+        }
+        // Non-negative floats order like their bits.
+        std::uint32_t m = __reduce_max_sync(0xffffffffu, __float_as_uint(mf));
+        if ((tid & 31) == 0) warp_max[tid >> 5] = m;
+        bar_sync(kBarProducer, 128);
+        m = max(max(warp_max[0], warp_max[1]), max(warp_max[2], warp_max[3]));
+        const int e = pow2_scale_exponent(m, 14);
+        // An Inf among them: every value NaN, so that every output of the tile is and the
+        // consumers' fallback computes the tile with the direct formula (scaled by Inf, the
+        // tile's finite values would vanish, also in outputs whose windows do not hold the Inf).
+        const float xs = m >= 0x7f800000u ? __uint_as_float(0x7fc00000u) : exp2_int(e);
+        if (tid == 0) job_scale[s] = exp2_int(-(e + 11));
+        for (int i = tid; i < n8; i += 128) {
+          const int grp = static_cast<int>(__umulhi(i, a.span_div)), f = i - grp * a.span;
+          const float* rg = r + 2 * grp * grp_step + f;
+          std::uint32_t hi[4], lo[4];
+#pragma unroll
+          for (int u = 0; u < 4; u += 2) {
+            split_f16x2(rg[base[u]] * xs, rg[base[u + 1]] * xs, hi[u / 2], lo[u / 2]);
+            split_f16x2(rg[grp_step + base[u]] * xs, rg[grp_step + base[u + 1]] * xs, hi[2 + u / 2],
+                        lo[2 + u / 2]);
+          }
+          big[i] = make_uint4(hi[0], hi[1], hi[2], hi[3]);
+          small[i] = make_uint4(lo[0], lo[1], lo[2], lo[3]);
+        }
+      } else {
+        for (int i = tid; i < b_plane / 4; i += 128) {
+          const int grp = static_cast<int>(__umulhi(i, a.span_div)), f = i - grp * a.span;
+          const float* rg = r + grp * grp_step + f;
+          std::uint32_t hi[4], lo[4];
+#pragma unroll
+          for (int u = 0; u < 4; ++u) split_tf32(rg[base[u]], hi[u], lo[u]);
+          big[i] = make_uint4(hi[0], hi[1], hi[2], hi[3]);
+          small[i] = make_uint4(lo[0], lo[1], lo[2], lo[3]);
+        }
       }
       fence_proxy_async();
       bar_arrive(kBarFull + s, kSsThreads);
@@ -783,7 +945,11 @@ __global__ void __launch_bounds__(kSsThreads, 1)
   const int row_in_wg = (tid >> 5) * 16 + (lane >> 2);  // accumulator row (channel)
   const int wg_co = kCoTile == 128 ? cw * 64 : 0;
   const int wg_t = kCoTile == 128 ? 0 : cw * kSsWgFrames;
-  const int steps = a.rt >> 3, tap_steps = a.ci_chunk >> 3;
+  // Reduction steps (8 deep, kHalf 16) per chunk and tap, and the steps one accumulation in the
+  // tensor cores may take (64 rows, kSsSumSteps).
+  constexpr int kStepLog = kHalf ? 4 : 3;
+  constexpr int kSumSteps = kHalf ? kSsSumSteps / 2 : kSsSumSteps;
+  const int steps = a.rt >> kStepLog, tap_steps = a.ci_chunk >> kStepLog;
   const bool w_ok = *weights_nonfinite == 0;
   float acc[64], sum[64];
 #pragma unroll
@@ -798,11 +964,25 @@ __global__ void __launch_bounds__(kSsThreads, 1)
     // Per 8-deep step (one tap, 8 channels): small*big, big*small, big*big. Descriptors hold
     // address / 16 in their low bits, so steps add offsets / 16 to them.
     const float* st = smem + s * stage;
+    // kHalf: a_big is 2^11 hi, a_small hi and a_lo lo; b_big is hi, b_small lo.
     const std::uint64_t a_big = smem_desc(smem_addr(st) + wg_co / 8 * 256, 128, 256);
-    const std::uint64_t a_small = a_big + kCoTile * a.rt / 4;  // + plane bytes / 16
+    const std::uint64_t a_small = a_big + kCoTile * a.rt / (kHalf ? 8 : 4);  // + plane bytes / 16
+    const std::uint64_t a_lo = a_small + kCoTile * a.rt / 8;
     const std::uint64_t b_big =
         smem_desc(smem_addr(st + a_stage) + (t.shift + wg_t) * 16, a.span * 16, 128);
     const std::uint64_t b_small = b_big + b_plane / 4;
+    // kHalf: the running sums take the chunk at 2^-(e + 11), the producer's scale.
+    const float chunk_scale = kHalf ? job_scale[s] : 1.0f;
+    auto add_chunk = [&] {
+#pragma unroll
+      for (int i = 0; i < 64; ++i) {
+        if constexpr (kHalf) {
+          sum[i] = fmaf(acc[i], chunk_scale, sum[i]);
+        } else {
+          sum[i] += acc[i];
+        }
+      }
+    };
     wgmma_fence();
     // The chunk's steps, unrolled for the counts the chunk rule gives (taps x channels / 8, 2 to
     // 8): around a loop ptxas inserts a warpgroup.arrive per iteration, and the unrolled
@@ -814,34 +994,39 @@ __global__ void __launch_bounds__(kSsThreads, 1)
 #pragma unroll
       for (int k = 0; k < (kSteps > 0 ? kSteps : steps); ++k) {
         if constexpr (kSteps == 0) {
-          if (k > 0 && k % kSsSumSteps == 0) {
+          if (k > 0 && k % kSumSteps == 0) {
             wgmma_commit();
             wgmma_wait<0>();
             fence_operands(acc);
-#pragma unroll
-            for (int i = 0; i < 64; ++i) sum[i] += acc[i];
+            add_chunk();
             wgmma_fence();
           }
         }
         const std::uint64_t ao = k * (kCoTile / 8) * 16;  // k * step bytes / 16
         const std::uint64_t bo =                          // rows of 16 bytes
             2 * sub * a.span + tap * a.tap_pitch + ((tap * a.tap_lead) & 3);
-        wgmma_tf32_ss(acc, a_small + ao, b_big + bo, k % kSsSumSteps);
-        wgmma_tf32_ss(acc, a_big + ao, b_small + bo, 1);
-        wgmma_tf32_ss(acc, a_big + ao, b_big + bo, 1);
+        if constexpr (kHalf) {  // 2^11 hi x hi, hi x lo, lo x hi
+          wgmma_ss<true>(acc, a_big + ao, b_big + bo, k % kSumSteps);
+          wgmma_ss<true>(acc, a_small + ao, b_small + bo, 1);
+          wgmma_ss<true>(acc, a_lo + ao, b_big + bo, 1);
+        } else {  // small x big, big x small, big x big
+          wgmma_ss<false>(acc, a_small + ao, b_big + bo, k % kSumSteps);
+          wgmma_ss<false>(acc, a_big + ao, b_small + bo, 1);
+          wgmma_ss<false>(acc, a_big + ao, b_big + bo, 1);
+        }
         if (++sub == tap_steps) {
           sub = 0;
           ++tap;
         }
       }
     };
-    with_constant<2, 8>(steps, mainloop);
+    // kHalf: 1 to 4 steps (64 rows) unrolled, the same rows as 2 to 8 of 3xTF32.
+    with_constant<kHalf ? 1 : 2, kSumSteps>(steps, mainloop);
     wgmma_commit();
     wgmma_wait<0>();
     fence_operands(acc);
     bar_arrive(kBarEmpty + s, kSsThreads);
-#pragma unroll
-    for (int i = 0; i < 64; ++i) sum[i] += acc[i];
+    add_chunk();
     if (++c < a.nchunks) continue;
 
     // This warpgroup's part of the tile. Accumulator element 4i + 2h + p: channel row_in_wg +
@@ -849,6 +1034,17 @@ __global__ void __launch_bounds__(kSsThreads, 1)
     c = 0;
     const int co0 = t.nt * kCoTile + wg_co + row_in_wg;
     const std::int64_t tb = t.t0 + wg_t + 2 * q;
+    if constexpr (kHalf) {
+      // The rows' weight scales undone: accumulator element 4i + 2h + p is row co0 + 8h.
+      float inv[2];
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int co = co0 + 8 * h;
+        inv[h] = co < a.cout_g ? __ldg(a.row_inv + t.g * a.cout_g + co) : 0.0f;
+      }
+#pragma unroll
+      for (int i = 0; i < 64; ++i) sum[i] *= inv[(i >> 1) & 1];
+    }
     bool ok = w_ok;
 #pragma unroll
     for (int i = 0; i < 64; ++i) {
@@ -1020,14 +1216,18 @@ struct SsGeometry {
 // The shared memory allows for both copies (WgArgs::raw_pitch), and 128 floats more per copy
 // buffer where that does not halve the chunk (the quad tensor copies' alignment,
 // WgArgs::quad_stride).
-SsGeometry ss_chunk(SsGeometry g, int co_tile, int taps) {
+// half: the stages of 3xFP16 (the SS kernel's kHalf), 3/4 of the weights' bytes and half the
+// input planes', and the input scales after the barriers.
+SsGeometry ss_chunk(SsGeometry g, int co_tile, int taps, bool half) {
   const std::size_t stages = static_cast<std::size_t>(g.stages);
   for (g.ci_chunk = taps == 1 ? 32 : std::max(8, 64 / taps / 8 * 8);; g.ci_chunk /= 2) {
     const std::size_t rt = static_cast<std::size_t>(taps) * g.ci_chunk;
     const std::size_t b_plane = static_cast<std::size_t>(g.ci_chunk) * g.span;
+    const std::size_t stage =
+        half ? 3 * co_tile * rt / 2 + b_plane : 2 * co_tile * rt + 2 * b_plane;
     auto smem = [&](std::size_t raw_room) {
-      return (stages * (2 * co_tile * rt + 2 * b_plane) + 2 * raw_room) * sizeof(float) +
-             (stages + 2) * sizeof(std::uint64_t);
+      return (stages * stage + 2 * raw_room) * sizeof(float) +
+             (stages + 2) * sizeof(std::uint64_t) + (half ? 64 : 0);
     };
     g.raw_room = g.ci_chunk * (g.span + 4);
     if (smem(g.raw_room + 128) <= kWgMaxSmem) g.raw_room += 128;
@@ -1039,7 +1239,8 @@ SsGeometry ss_chunk(SsGeometry g, int co_tile, int taps) {
 // aligned: the input frame of every tile's first output is a multiple of 4 (in_offset % 4 == 0;
 // tiles start at multiples of 128 frames), so 16-byte copies of aligned rows start exactly
 // there.
-SsGeometry ss_geometry(int co_tile, int taps, int dilation, bool aligned, int stages) {
+SsGeometry ss_geometry(int co_tile, int taps, int dilation, bool aligned, int stages,
+                       bool half = false) {
   SsGeometry g{};
   g.stages = stages;
   // Input frames a block reads per channel, +3 (unless aligned) so that a 16-byte aligned copy
@@ -1055,12 +1256,12 @@ SsGeometry ss_geometry(int co_tile, int taps, int dilation, bool aligned, int st
     // Windows a dilation apart that is not a multiple of 4 go as the producer's 16-byte pieces
     // (a bulk tensor copy's strides are whole 16-byte pieces): only where contiguous rows do
     // not fit.
-    const SsGeometry rows = ss_chunk(g, co_tile, taps);
+    const SsGeometry rows = ss_chunk(g, co_tile, taps, half);
     if (dilation % 4 != 0 && rows.smem <= kWgMaxSmem) return rows;
     g.span = taps * window;
     g.window = window;
   }
-  return ss_chunk(g, co_tile, taps);
+  return ss_chunk(g, co_tile, taps, half);
 }
 
 // Two stages for the stride-1 convolutions of more than one tap whose three stages do not fit
@@ -1074,10 +1275,41 @@ bool ss_two_stages_allowed(int taps, bool d2s) {
 
 // The geometry of a launch of the SS kernel's tile co_tile (chosen by wgmma_ss_tile): three
 // stages where they fit, else two.
-SsGeometry ss_plan(int co_tile, int taps, int dilation, bool aligned, bool d2s) {
-  const SsGeometry three = ss_geometry(co_tile, taps, dilation, aligned, kSsStages);
+SsGeometry ss_plan(int co_tile, int taps, int dilation, bool aligned, bool d2s, bool half = false) {
+  const SsGeometry three = ss_geometry(co_tile, taps, dilation, aligned, kSsStages, half);
   if (three.smem <= kWgMaxSmem || !ss_two_stages_allowed(taps, d2s)) return three;
   return ss_geometry(co_tile, taps, dilation, aligned, 2);
+}
+
+// 3xFP16 on the SS kernel (kHalf) where a launch's geometry allows it: three stages, chunks of a
+// multiple of 16 channels and at most 64 reduction rows, contiguous rows (with windows per tap
+// the split reads up to 3 frames past a row that are not the layer's, and the job's largest
+// magnitude must be the layer's), and by default (kAuto) where it measured faster than 3xTF32:
+// where the consumers bound the kernel, not the producer, whose split 3xFP16 makes dearer (a
+// per-job maximum, the fp16 conversions). That is where a tile's products per input value are
+// many (taps x channel tile >= 256) and the grid has at least two tiles per multiprocessor:
+// one-tap layers, the 64-row tile at 2 taps and short grids were slower (log step 93 in
+// docs/performance.md: tcn_pointwise 0.47 vs 0.42 ms, up2x 0.19 vs 0.185, dec_stft512 0.158 vs
+// 0.125; seedA 2.08 vs 2.54, seedB 3.59 vs 4.37). CONVBANK_CUDA_SS_HALF=0 turns it off, =1
+// takes it wherever it fits (read once; set_ss_half_policy for the tests).
+WgmmaPolicy half_policy_from_env() {
+  if (std::getenv("CONVBANK_CUDA_SS_HALF") == nullptr) return WgmmaPolicy::kAuto;
+  return env_int("CONVBANK_CUDA_SS_HALF") == 0 ? WgmmaPolicy::kNever : WgmmaPolicy::kAlways;
+}
+std::atomic<WgmmaPolicy> g_ss_half{half_policy_from_env()};
+std::atomic<std::uint64_t> g_ss_half_launches;
+bool ss_half_fits(const SsGeometry& g, int taps) {
+  return g.stages == kSsStages && g.window == 0 && g.ci_chunk % 16 == 0 && taps * g.ci_chunk <= 64;
+}
+bool ss_half_wins(int co_tile, int taps, std::int64_t tiles) {
+  switch (g_ss_half.load(std::memory_order_relaxed)) {
+    case WgmmaPolicy::kNever:
+      return false;
+    case WgmmaPolicy::kAlways:
+      return true;
+    default:
+      return taps >= 2 && co_tile * taps >= 256 && tiles >= 2 * num_sms();
+  }
 }
 
 // The SS geometry's `aligned` for a convolution whose output 0, tap 0 reads input frame
@@ -1110,8 +1342,14 @@ bool kernel_loaded() {
         big_smem(conv1d_wgmma_ss_kernel<kT, 64, false, true>) &&
         big_smem(conv1d_wgmma_ss_kernel<kT, 128, false, false, 2>) &&
         big_smem(conv1d_wgmma_ss_kernel<kT, 64, false, false, 2>) &&
+        big_smem(conv1d_wgmma_ss_kernel<kT, 128, false, false, kSsStages, true>) &&
+        big_smem(conv1d_wgmma_ss_kernel<kT, 64, false, false, kSsStages, true>) &&
+        big_smem(conv1d_wgmma_ss_kernel<kT, 128, false, true, kSsStages, true>) &&
+        big_smem(conv1d_wgmma_ss_kernel<kT, 64, false, true, kSsStages, true>) &&
         (!kT || (big_smem(conv1d_wgmma_ss_kernel<kT, 128, kT>) &&
-                 big_smem(conv1d_wgmma_ss_kernel<kT, 64, kT>)));
+                 big_smem(conv1d_wgmma_ss_kernel<kT, 64, kT>) &&
+                 big_smem(conv1d_wgmma_ss_kernel<kT, 128, kT, false, kSsStages, true>) &&
+                 big_smem(conv1d_wgmma_ss_kernel<kT, 64, kT, false, kSsStages, true>)));
     if (!loaded) cudaGetLastError();
     return loaded;
   }();
@@ -1206,6 +1444,29 @@ Workspace split_weights(WgArgs& a, int*& flag, cudaStream_t stream, const Launch
   const std::int64_t elems = static_cast<std::int64_t>(plane_floats / 2);
   wgmma_split_weights_kernel<<<grid_dim((elems + 255) / 256, 4096), 256, 0, stream>>>(a, flag);
   check_launch("wgmma_split_weights", shape);
+  return ws;
+}
+
+// 3xFP16 (the SS kernel's kHalf): the rows' scales, then the planes of halves, then the flag.
+Workspace split_weights_half(WgArgs& a, int*& flag, cudaStream_t stream, const LaunchShape& shape) {
+  const std::size_t elems = static_cast<std::size_t>(a.groups) * a.n_tiles * a.nchunks * a.cols *
+                            static_cast<std::size_t>(a.rt);
+  const std::size_t plane_floats = 3 * elems / 2;  // cols is even
+  const std::size_t rows = static_cast<std::size_t>(a.groups) * a.cout_g;
+  Workspace ws((plane_floats + 2 * rows) * sizeof(float) + 16, stream, "tensor-core weight planes");
+  a.planes = ws.floats();
+  float* const scale = a.planes + plane_floats;
+  float* const inv = scale + rows;
+  a.row_scale = scale;
+  a.row_inv = inv;
+  flag = reinterpret_cast<int*>(inv + rows);
+  check_cuda(cudaMemsetAsync(flag, 0, sizeof(int), stream), "cudaMemsetAsync");
+  wgmma_weight_scales_kernel<<<grid_dim((32 * rows + 255) / 256, kMaxGridX), 256, 0, stream>>>(
+      a, scale, inv);
+  check_launch("wgmma_weight_scales", shape);
+  const std::int64_t n = static_cast<std::int64_t>(elems);
+  wgmma_split_weights_half_kernel<<<grid_dim((n + 255) / 256, 4096), 256, 0, stream>>>(a, flag);
+  check_launch("wgmma_split_weights_half", shape);
   return ws;
 }
 
@@ -1341,7 +1602,15 @@ template <bool kT, bool kD2s = false>
 void launch_ss(WgArgs a, int co_tile, cudaStream_t stream, const char* name,
                const LaunchShape& shape) {
   set_alignment(a);
-  const SsGeometry geo = ss_plan(co_tile, a.taps, a.dilation, ss_aligned(a.in_offset), kD2s);
+  // 3xFP16's geometry where it allows it (its smaller stages may hold twice the channels).
+  const bool aligned = ss_aligned(a.in_offset);
+  const SsGeometry geo_half = ss_plan(co_tile, a.taps, a.dilation, aligned, kD2s, true);
+  const std::int64_t frames_per_tile = ss_block_frames(co_tile);
+  const std::int64_t tiles = a.bg_count * ((a.out_frames + frames_per_tile - 1) / frames_per_tile) *
+                             ((a.cout_g + co_tile - 1) / co_tile);
+  const bool half = a.half_ok && a.taps <= 4 && ss_half_fits(geo_half, a.taps) &&
+                    ss_half_wins(co_tile, a.taps, tiles);
+  const SsGeometry geo = half ? geo_half : ss_plan(co_tile, a.taps, a.dilation, aligned, kD2s);
   a.cols = co_tile;
   a.ci_chunk = geo.ci_chunk;
   a.rt = a.taps * a.ci_chunk;
@@ -1368,7 +1637,8 @@ void launch_ss(WgArgs a, int co_tile, cudaStream_t stream, const char* name,
     }
   }
   int* flag = nullptr;
-  Workspace ws = split_weights(a, flag, stream, shape);
+  Workspace ws =
+      half ? split_weights_half(a, flag, stream, shape) : split_weights(a, flag, stream, shape);
   // Persistent blocks, one per multiprocessor (the shared memory of one block is most of it).
   const std::int64_t items = a.bg_count * a.t_tiles * a.n_tiles;
   const unsigned grid = grid_dim(items < num_sms() ? items : num_sms(), kMaxGridX);
@@ -1378,7 +1648,24 @@ void launch_ss(WgArgs a, int co_tile, cudaStream_t stream, const char* name,
   const bool sectors =
       !kD2s && !sectors_off &&
       !(reinterpret_cast<std::uintptr_t>(a.y) % 32 == 0 && a.y_cs % 8 == 0 && a.y_bs % 8 == 0);
-  if (geo.stages != kSsStages) {
+  if (half) {
+    if (sectors) {
+      if (co_tile == 128) {
+        conv1d_wgmma_ss_kernel<kT, 128, false, true, kSsStages, true>
+            <<<grid, kSsThreads, geo.smem, stream>>>(a, flag, x_map);
+      } else {
+        conv1d_wgmma_ss_kernel<kT, 64, false, true, kSsStages, true>
+            <<<grid, kSsThreads, geo.smem, stream>>>(a, flag, x_map);
+      }
+    } else if (co_tile == 128) {
+      conv1d_wgmma_ss_kernel<kT, 128, kD2s, false, kSsStages, true>
+          <<<grid, kSsThreads, geo.smem, stream>>>(a, flag, x_map);
+    } else {
+      conv1d_wgmma_ss_kernel<kT, 64, kD2s, false, kSsStages, true>
+          <<<grid, kSsThreads, geo.smem, stream>>>(a, flag, x_map);
+    }
+    g_ss_half_launches.fetch_add(1, std::memory_order_relaxed);
+  } else if (geo.stages != kSsStages) {
     // Two stages (never for depth-to-space: ss_plan), with the plain epilogue (the sector stores
     // are not worth two more instantiations for these layers).
     if (co_tile == 128) {
@@ -1506,6 +1793,27 @@ int wgmma_ss_tile(std::int64_t stride, std::int64_t taps, std::int64_t dilation,
   return pick(2);
 }
 
+bool wgmma_ss_half(std::int64_t taps, std::int64_t dilation, int co_tile, bool aligned,
+                   std::int64_t batch_groups, std::int64_t rows, std::int64_t frames, bool d2s) {
+  if (co_tile == 0 || taps > 4) return false;
+  const std::int64_t frames_per_tile = ss_block_frames(co_tile);
+  const std::int64_t tiles = batch_groups * ((frames + frames_per_tile - 1) / frames_per_tile) *
+                             ((rows + co_tile - 1) / co_tile);
+  const int k = static_cast<int>(taps);
+  return ss_half_fits(ss_plan(co_tile, k, static_cast<int>(dilation), aligned, d2s, true), k) &&
+         ss_half_wins(co_tile, k, tiles);
+}
+
+void set_ss_half_policy(WgmmaPolicy policy) {
+  g_ss_half.store(policy, std::memory_order_relaxed);
+}
+WgmmaPolicy ss_half_policy() {
+  return g_ss_half.load(std::memory_order_relaxed);
+}
+std::uint64_t ss_half_launches() {
+  return g_ss_half_launches.load(std::memory_order_relaxed);
+}
+
 bool wgmma_available() {
   return device_is_sm90() && kernel_loaded<false, false>();
 }
@@ -1545,15 +1853,22 @@ int conv1d_ss_tile(const Conv1dParams& p) {
   return wgmma_ss_tile(p.stride, p.kernel_size, p.dilation, p.out_channels / p.groups,
                        ss_aligned(-p.pad_left));
 }
+bool conv1d_ss_half(const Conv1dParams& p) {
+  return wgmma_ss_half(p.kernel_size, p.dilation, conv1d_ss_tile(p), ss_aligned(-p.pad_left),
+                       p.batch * p.groups, p.out_channels / p.groups, p.out_frames);
+}
 
 namespace {
 
 // shown: the layer that errors name (space-to-depth runs p in its place).
+// half_ok: the launch may take 3xFP16 (the tap groups' launches do not: their kernel name says
+// 3xTF32).
 void launch_conv1d_wgmma_as(const Conv1dParams& p, TensorView<const float> x, const float* w,
                             const float* bias, TensorView<float> y, cudaStream_t stream,
-                            const char* name, const LaunchShape& shown) {
+                            const char* name, const LaunchShape& shown, bool half_ok = true) {
   WgArgs a = common_args(x, w, bias, y, p.batch, p.groups, p.in_channels, p.out_channels,
                          p.kernel_size, p.dilation);
+  a.half_ok = half_ok;
   a.stride = static_cast<int>(p.stride);
   a.in_offset = -p.pad_left;
   a.w_co = std::int64_t{a.cin_g} * p.kernel_size;
@@ -1569,11 +1884,14 @@ void launch_conv1d_wgmma(const Conv1dParams& p, TensorView<const float> x, const
   launch_conv1d_wgmma_as(p, x, w, bias, y, stream, name, p);
 }
 
-void launch_conv_transpose1d_wgmma(const ConvTranspose1dParams& p, TensorView<const float> x,
-                                   const float* w, const float* bias, TensorView<float> y,
-                                   cudaStream_t stream, const char* name) {
+namespace {
+
+void launch_conv_transpose1d_wgmma_as(const ConvTranspose1dParams& p, TensorView<const float> x,
+                                      const float* w, const float* bias, TensorView<float> y,
+                                      cudaStream_t stream, const char* name, bool half_ok) {
   WgArgs a = common_args(x, w, bias, y, p.batch, p.groups, p.in_channels, p.out_channels,
                          p.kernel_size / p.stride, p.dilation);
+  a.half_ok = half_ok;
   a.stride = 1;
   a.in_offset = transposed_in_offset(p);
   a.phases = static_cast<int>(p.stride);
@@ -1586,6 +1904,14 @@ void launch_conv_transpose1d_wgmma(const ConvTranspose1dParams& p, TensorView<co
   } else {
     launch<true, false>(a, stream, name, p);
   }
+}
+
+}  // namespace
+
+void launch_conv_transpose1d_wgmma(const ConvTranspose1dParams& p, TensorView<const float> x,
+                                   const float* w, const float* bias, TensorView<float> y,
+                                   cudaStream_t stream, const char* name) {
+  launch_conv_transpose1d_wgmma_as(p, x, w, bias, y, stream, name, true);
 }
 
 // ---- tap groups: a stride-1 convolution as convolutions of fewer taps -------------------------
@@ -1765,10 +2091,11 @@ bool conv1d_tap_groups_supported(const Conv1dParams& p) {
 void launch_conv1d_tap_groups_wgmma(const Conv1dParams& p, TensorView<const float> x,
                                     const float* w, const float* bias, TensorView<float> y,
                                     cudaStream_t stream, const char* name) {
-  launch_tap_groups(
-      p, x, w, bias, y, stream,
-      [&](const Conv1dParams& q, TensorView<const float> xq, const float* wq, const float* bq,
-          TensorView<float> yq) { launch_conv1d_wgmma_as(q, xq, wq, bq, yq, stream, name, p); });
+  launch_tap_groups(p, x, w, bias, y, stream,
+                    [&](const Conv1dParams& q, TensorView<const float> xq, const float* wq,
+                        const float* bq, TensorView<float> yq) {
+                      launch_conv1d_wgmma_as(q, xq, wq, bq, yq, stream, name, p, false);
+                    });
 }
 
 int conv_transpose1d_tap_groups_ss_tile(const ConvTranspose1dParams& p) {
@@ -1784,7 +2111,7 @@ void launch_conv_transpose1d_tap_groups_wgmma(const ConvTranspose1dParams& p,
   launch_tap_groups(p, x, w, bias, y, stream,
                     [&](const ConvTranspose1dParams& q, TensorView<const float> xq, const float* wq,
                         const float* bq, TensorView<float> yq) {
-                      launch_conv_transpose1d_wgmma(q, xq, wq, bq, yq, stream, name);
+                      launch_conv_transpose1d_wgmma_as(q, xq, wq, bq, yq, stream, name, false);
                     });
 }
 
@@ -1818,6 +2145,18 @@ int conv_transpose1d_ss_tile(const ConvTranspose1dParams& p) {
   }
   return wgmma_ss_tile(1, d2s_taps(p), 1, p.stride * cout_g, ss_aligned(d2s_in_offset(p)), true);
 }
+bool conv_transpose1d_ss_half(const ConvTranspose1dParams& p) {
+  const int tile = conv_transpose1d_ss_tile(p);
+  const std::int64_t bg = p.batch * p.groups, cout_g = p.out_channels / p.groups;
+  if (p.stride == 1) {
+    return wgmma_ss_half(p.kernel_size, p.dilation, tile, ss_aligned(transposed_in_offset(p)), bg,
+                         cout_g, p.out_frames);
+  }
+  // The depth-to-space convolution's rows and frames (launch_conv_transpose1d_d2s_wgmma).
+  const std::int64_t s = p.stride;
+  return wgmma_ss_half(d2s_taps(p), 1, tile, ss_aligned(d2s_in_offset(p)), bg, s * cout_g,
+                       (p.out_frames - 1 + p.padding) / s - p.padding / s + 1, true);
+}
 
 bool conv_transpose1d_d2s_supported(const ConvTranspose1dParams& p) {
   const std::int64_t taps = d2s_taps(p), rows = p.stride * (p.out_channels / p.groups);
@@ -1847,6 +2186,7 @@ void launch_conv_transpose1d_d2s_wgmma(const ConvTranspose1dParams& p, TensorVie
   a.w_gs = std::int64_t{a.cin_g} * cout_g * p.kernel_size;
   a.w_co = p.kernel_size;
   a.w_ci = cout_g * p.kernel_size;
+  a.half_ok = true;
   launch_ss<true, true>(a, conv_transpose1d_ss_tile(p), stream, name, p);
 }
 
@@ -1952,6 +2292,9 @@ Conv1dParams s2d_params(const Conv1dParams& p) {
 
 int conv1d_s2d_ss_tile(const Conv1dParams& p) {
   return conv1d_ss_tile(s2d_params(p));
+}
+bool conv1d_s2d_ss_half(const Conv1dParams& p) {
+  return conv1d_ss_half(s2d_params(p));
 }
 
 bool conv1d_s2d_supported(const Conv1dParams& p) {

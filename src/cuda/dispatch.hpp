@@ -53,6 +53,14 @@ struct SsInputCopies {
 };
 SsInputCopies ss_input_copies();
 
+// The SS kernel's products in fp16 pairs (3xFP16: the tensor time of 1.5 tf32 products instead
+// of 3, at the same accuracy) where a launch's chunk allows it: kAuto where it measured faster
+// (to start with; CONVBANK_CUDA_SS_HALF=0 is kNever, =1 kAlways), kAlways wherever it fits. The
+// launches that took it since the program started (the tests count).
+void set_ss_half_policy(WgmmaPolicy policy);
+WgmmaPolicy ss_half_policy();
+std::uint64_t ss_half_launches();
+
 // The tensor-core decoder's input through the copy engine (bulk tensor copies into a ring of
 // stages) where the layer allows it, on to start with unless CONVBANK_CUDA_DECODER_TMA=0; off,
 // the consumers load it themselves. The launches that took the copy engine since the program

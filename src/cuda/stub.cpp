@@ -95,6 +95,13 @@ void set_tap_groups_workspace_cap(std::size_t) {}
 std::size_t tap_groups_workspace_cap() {
   return 0;
 }
+void set_ss_half_policy(WgmmaPolicy) {}
+WgmmaPolicy ss_half_policy() {
+  return WgmmaPolicy::kNever;
+}
+std::uint64_t ss_half_launches() {
+  return 0;
+}
 void set_decoder_tma(bool) {}
 bool decoder_tma() {
   return false;

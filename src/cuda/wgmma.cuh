@@ -15,6 +15,11 @@ namespace convbank::detail::cuda {
 __host__ __device__ __forceinline__ int plane_offset(int r, int n, int cols) {
   return ((r >> 3) * (cols / 8) + (n >> 3)) * 64 + ((r >> 2) & 1) * 32 + (n & 7) * 4 + (r & 3);
 }
+// The same for fp16 planes, in halves: core matrices of 8 columns x 8 reduction rows (128 B),
+// the two of a 16-deep step next to each other.
+__host__ __device__ __forceinline__ int half_plane_offset(int r, int n, int cols) {
+  return ((r >> 4) * (cols / 8) + (n >> 3)) * 128 + ((r >> 3) & 1) * 64 + (n & 7) * 8 + (r & 7);
+}
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 
