@@ -1287,11 +1287,12 @@ SsGeometry ss_plan(int co_tile, int taps, int dilation, bool aligned, bool d2s, 
 // magnitude must be the layer's), and by default (kAuto) where it measured faster than 3xTF32:
 // where the consumers bound the kernel, not the producer, whose split 3xFP16 makes dearer (a
 // per-job maximum, the fp16 conversions). That is where a tile's products per input value are
-// many (taps x channel tile >= 256) and the grid has at least two tiles per multiprocessor:
-// one-tap layers, the 64-row tile at 2 taps and short grids were slower (log step 93 in
-// docs/performance.md: tcn_pointwise 0.47 vs 0.42 ms, up2x 0.19 vs 0.185, dec_stft512 0.158 vs
-// 0.125; seedA 2.08 vs 2.54, seedB 3.59 vs 4.37). CONVBANK_CUDA_SS_HALF=0 turns it off, =1
-// takes it wherever it fits (read once; set_ss_half_policy for the tests).
+// many (taps x channel tile > 256: 3 taps on the 128-row tile) and the grid has at least two
+// tiles per multiprocessor: one-tap layers, 2 taps and short grids were slower (log step 93 in
+// docs/performance.md: tcn_pointwise 0.47 vs 0.42 ms, up2x 0.19 vs 0.185, x_strided 1.01 vs
+// 0.96, x_up4x 0.457 vs 0.438, dec_stft512 0.158 vs 0.125; x_grouped_t, 2 taps, was faster:
+// 0.563 vs 0.602; seedA 2.13 vs 2.63, seedB 3.84 vs 4.54). CONVBANK_CUDA_SS_HALF=0 turns it
+// off, =1 takes it wherever it fits (read once; set_ss_half_policy for the tests).
 WgmmaPolicy half_policy_from_env() {
   if (std::getenv("CONVBANK_CUDA_SS_HALF") == nullptr) return WgmmaPolicy::kAuto;
   return env_int("CONVBANK_CUDA_SS_HALF") == 0 ? WgmmaPolicy::kNever : WgmmaPolicy::kAlways;
@@ -1308,7 +1309,7 @@ bool ss_half_wins(int co_tile, int taps, std::int64_t tiles) {
     case WgmmaPolicy::kAlways:
       return true;
     default:
-      return taps >= 2 && co_tile * taps >= 256 && tiles >= 2 * num_sms();
+      return co_tile * taps > 256 && tiles >= 2 * num_sms();
   }
 }
 
