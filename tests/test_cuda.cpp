@@ -475,6 +475,9 @@ using PolicyScope =
 // (larger than a test's float64 oracle wants to check).
 using EncoderAlignedScope = ScopedPolicy<convbank::detail::cuda::encoder_aligned_policy,
                                          convbank::detail::cuda::set_encoder_aligned_policy>;
+// The SS kernel's 3xFP16 products.
+using HalfScope = ScopedPolicy<convbank::detail::cuda::ss_half_policy,
+                               convbank::detail::cuda::set_ss_half_policy>;
 
 // A kernel name with the shared-memory-operand kernel's precision left out: its 3xFP16 and
 // 3xTF32 products (cc::set_ss_half_policy) run the same copies, tiles and epilogues, which the
@@ -507,14 +510,12 @@ TEST_CASE("cuda: wgmma 3xTF32 grid against the float64 oracle") {
   {
     // The same configurations with 3xTF32 everywhere (the first pass took 3xFP16 where the
     // dispatcher chose it), then with 3xFP16 wherever a launch allows it.
-    const cc::WgmmaPolicy half_was = cc::ss_half_policy();
-    cc::set_ss_half_policy(cc::WgmmaPolicy::kNever);
+    const HalfScope scope(cc::WgmmaPolicy::kNever);
     GridStats tf32;
     wgmma_grid(72, 90210, tf32);
     cc::set_ss_half_policy(cc::WgmmaPolicy::kAlways);
     GridStats fp16;
     wgmma_grid(72, 90210, fp16);
-    cc::set_ss_half_policy(half_was);
     MESSAGE("wgmma grid with 3xFP16 wherever it fits: ", fp16.runs, " configs, worst ", fp16.worst,
             " at ", fp16.worst_config);
     CHECK(fp16.runs == stats.runs);
@@ -2199,10 +2200,7 @@ TEST_CASE("cuda: 3xFP16 tensor-core kernel against the float64 oracle, and 3xTF3
   CUDA_OR_SKIP();
   namespace cc = convbank::detail::cuda;
   const PolicyScope policy(cc::WgmmaPolicy::kAlways);
-  struct HalfScope {
-    cc::WgmmaPolicy was = cc::ss_half_policy();
-    ~HalfScope() { cc::set_ss_half_policy(was); }
-  } const scope;
+  const HalfScope scope(cc::ss_half_policy());
   using C = Conv1dOptions;
   using T = ConvTranspose1dOptions;
   for (const bool half : {true, false}) {
@@ -2255,11 +2253,7 @@ TEST_CASE("cuda:sanitize 3xFP16 tensor-core kernel") {
   CUDA_OR_SKIP();
   namespace cc = convbank::detail::cuda;
   const PolicyScope policy(cc::WgmmaPolicy::kAlways);
-  struct HalfScope {
-    cc::WgmmaPolicy was = cc::ss_half_policy();
-    ~HalfScope() { cc::set_ss_half_policy(was); }
-  } const scope;
-  cc::set_ss_half_policy(cc::WgmmaPolicy::kAlways);
+  const HalfScope scope(cc::WgmmaPolicy::kAlways);
   GridStats stats;
   std::uint64_t seed = 1609;
   const std::uint64_t before = cc::ss_half_launches();

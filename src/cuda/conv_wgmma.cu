@@ -1603,15 +1603,12 @@ template <bool kT, bool kD2s = false>
 void launch_ss(WgArgs a, int co_tile, cudaStream_t stream, const char* name,
                const LaunchShape& shape) {
   set_alignment(a);
-  // 3xFP16's geometry where it allows it (its smaller stages may hold twice the channels).
+  // 3xFP16 by the dispatcher's rule (the kernel names follow it), in its own geometry: its
+  // smaller stages may hold twice the channels.
   const bool aligned = ss_aligned(a.in_offset);
-  const SsGeometry geo_half = ss_plan(co_tile, a.taps, a.dilation, aligned, kD2s, true);
-  const std::int64_t frames_per_tile = ss_block_frames(co_tile);
-  const std::int64_t tiles = a.bg_count * ((a.out_frames + frames_per_tile - 1) / frames_per_tile) *
-                             ((a.cout_g + co_tile - 1) / co_tile);
-  const bool half = a.half_ok && a.taps <= 4 && ss_half_fits(geo_half, a.taps) &&
-                    ss_half_wins(co_tile, a.taps, tiles);
-  const SsGeometry geo = half ? geo_half : ss_plan(co_tile, a.taps, a.dilation, aligned, kD2s);
+  const bool half = a.half_ok && wgmma_ss_half(a.taps, a.dilation, co_tile, aligned, a.bg_count,
+                                               a.cout_g, a.out_frames, kD2s);
+  const SsGeometry geo = ss_plan(co_tile, a.taps, a.dilation, aligned, kD2s, half);
   a.cols = co_tile;
   a.ci_chunk = geo.ci_chunk;
   a.rt = a.taps * a.ci_chunk;
