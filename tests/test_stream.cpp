@@ -569,6 +569,141 @@ TEST_CASE("stream: chains equal the offline chain") {
   }
 }
 
+// Reflect and replicate padding stream on the CPU: the left padding is filled once the frames it
+// copies have arrived, the right padding at flush from the last frames kept. Random layers and
+// chunk sequences as above (padding up to the kernel span and beyond, "same" with even kernels,
+// stride above the span), reset(b), the emission rule, a stream too short for reflect's rule,
+// chains, and CUDA's refusal.
+TEST_CASE("stream: reflect and replicate padding equal offline forward") {
+  using convbank::PaddingMode;
+  std::mt19937_64 rng(20261202);
+  Tally tally;
+  int reflect = 0;
+  int held_back = 0;  // reflect layers whose left padding waits longer than the kernel does
+  while (tally.configs < 200) {
+    Conv1dOptions o = random_conv_options(rng);
+    o.padding_mode = rng() % 2 == 0 ? PaddingMode::kReflect : PaddingMode::kReplicate;
+    const auto layer = make_conv(o, rng);
+    const std::int64_t pl = layer->padding_left(), pr = layer->padding_right();
+    const std::int64_t span = o.dilation * (o.kernel_size - 1) + 1;
+    const std::int64_t frames = std::uniform_int_distribution<std::int64_t>(1, 300)(rng);
+    if (pl + pr == 0 || frames + pl + pr < span) continue;
+    if (o.padding_mode == PaddingMode::kReflect && (frames <= pl || frames <= pr)) continue;
+    const std::int64_t batch = pick<std::int64_t>(rng, {1, 1, 2, 3});
+    const std::int64_t max_frames =
+        std::max<std::int64_t>(1, pick<std::int64_t>(rng, {1, 2, o.stride, 7, 16, 64, 257}));
+    CAPTURE(describe(o));
+    CAPTURE(convbank::to_string(o.padding_mode));
+    CAPTURE(frames);
+    CAPTURE(batch);
+    CAPTURE(max_frames);
+    check_stream_against_offline<Conv1d, Conv1dStream>(layer, batch, frames, max_frames,
+                                                       direct_shape(o), rng, tally);
+    reflect += o.padding_mode == PaddingMode::kReflect;
+    held_back += o.padding_mode == PaddingMode::kReflect && pl > span - 1 - pl;
+  }
+  MESSAGE("reflect/replicate configs: " << tally.configs << " (reflect " << reflect
+                                        << ", left padding held back " << held_back << ")");
+  CHECK(reflect > 60);
+  CHECK(held_back > 5);
+  CHECK(tally.bit_exact_required > 50);
+
+  // Emission: output t comes with the input frame t * stride + span - 1 - padding_left, and for
+  // reflect not before frame padding_left (its left padding mirrors frames 1..padding_left).
+  for (int i = 0; i < 120; ++i) {
+    Conv1dOptions o = random_conv_options(rng);
+    o.padding_mode = i % 2 == 0 ? PaddingMode::kReflect : PaddingMode::kReplicate;
+    const auto layer = make_conv(o, rng);
+    const std::int64_t frames = 60;
+    const std::int64_t pl = layer->padding_left(), pr = layer->padding_right();
+    const std::int64_t span = o.dilation * (o.kernel_size - 1) + 1;
+    if (frames + pl + pr < span || frames <= pl || frames <= pr) continue;
+    CAPTURE(describe(o));
+    Conv1dStream stream(layer);
+    const std::vector<std::int64_t> when = emission_calls(stream, o.in_channels, frames);
+    const bool reflects = o.padding_mode == PaddingMode::kReflect && pl > 0;
+    CHECK(stream.latency_frames() == (reflects ? std::max(span - 1 - pl, pl) : span - 1 - pl));
+    for (std::size_t t = 0; t < when.size(); ++t) {
+      std::int64_t rule = static_cast<std::int64_t>(t) * o.stride + span - 1 - pl;
+      rule = std::max<std::int64_t>(rule, reflects ? pl : 0);
+      CAPTURE(t);
+      CHECK(when[t] == (rule < frames ? rule : -1));
+      CHECK(rule <= std::max<std::int64_t>(
+                        0, static_cast<std::int64_t>(t) * o.stride + stream.latency_frames()));
+    }
+  }
+
+  // reset(b): element b continues as if it had received zeros (its padding copies them too).
+  for (int i = 0; i < 30; ++i) {
+    Conv1dOptions o = random_conv_options(rng);
+    o.padding_mode = i % 2 == 0 ? PaddingMode::kReflect : PaddingMode::kReplicate;
+    const auto layer = make_conv(o, rng);
+    const std::int64_t span = o.dilation * (o.kernel_size - 1) + 1;
+    if (160 + layer->padding_left() + layer->padding_right() < span ||
+        layer->padding_left() >= 160 || layer->padding_right() >= 160) {
+      continue;
+    }
+    CAPTURE(describe(o));
+    check_reset_one<Conv1d, Conv1dStream>(layer, 160, pick<std::int64_t>(rng, {1, 5, 64}), 8,
+                                          direct_shape(o), rng);
+  }
+
+  // A reflect stream no longer than its padding has no offline counterpart (forward() throws):
+  // flush() refuses; after reset() the stream works again.
+  const auto wide = make_conv({.in_channels = 2,
+                               .out_channels = 3,
+                               .kernel_size = 9,
+                               .padding = 4,
+                               .padding_mode = PaddingMode::kReflect},
+                              rng);
+  Conv1dStream stream(wide);
+  stream.prepare(16);
+  const Tensor x = random_tensor(Shape{1, 2, 40}, rng);
+  const Tensor short_x = random_tensor(Shape{1, 2, 4}, rng);
+  CHECK_THROWS_AS(wide->forward(short_x), convbank::Error);
+  Tensor out(Shape{1, 3, 64});
+  std::int64_t n = 0;
+  REQUIRE(stream.process(short_x.view(), out.view(), &n) == Status::kOk);
+  CHECK(n == 0);
+  CHECK(stream.flush(out.view(), &n) == Status::kInvalidArgument);
+  stream.reset();
+  bool ok = false;
+  const Tensor got = run_stream(stream, x, {1, 3, 16, 5, 15}, &ok);
+  CHECK(ok);
+  CHECK(relative_l2(got, wide->forward(x)) <= kTolerance);
+  CHECK_THROWS_AS(stream.prepare(8, 1, convbank::Device::kCuda), convbank::Error);
+
+  // In a chain: a reflect encoder, a decoder, a replicate smoother.
+  const auto a = make_conv({.in_channels = 2,
+                            .out_channels = 16,
+                            .kernel_size = 8,
+                            .stride = 4,
+                            .padding = 3,
+                            .padding_mode = PaddingMode::kReflect},
+                           rng);
+  const auto b = make_transpose(
+      {.in_channels = 16, .out_channels = 3, .kernel_size = 8, .stride = 4, .padding = 2}, rng);
+  const auto c = make_conv({.in_channels = 3,
+                            .out_channels = 3,
+                            .kernel_size = 5,
+                            .padding = Padding::same(),
+                            .groups = 3,
+                            .padding_mode = PaddingMode::kReplicate},
+                           rng);
+  StreamChain chain;
+  chain.add(a).add(b).add(c);
+  chain.prepare(33, 2);
+  const Tensor xc = random_tensor(Shape{2, 2, 901}, rng);
+  const Tensor expected = c->forward(b->forward(a->forward(xc)));
+  for (int round = 0; round < 2; ++round) {
+    const Tensor chained = run_stream(chain, xc, chunk_lengths(901, 33, 4, rng), &ok);
+    CHECK(ok);
+    REQUIRE(chained.shape() == expected.shape());
+    CHECK(relative_l2(chained, expected) <= kTolerance);
+    chain.reset();
+  }
+}
+
 TEST_CASE("stream: precondition violations return kInvalidArgument and change nothing") {
   std::mt19937_64 rng(1);
   const auto layer =
@@ -612,12 +747,13 @@ TEST_CASE("stream: precondition violations return kInvalidArgument and change no
                          doctest::Contains("needs a CUDA device"), convbank::Error);
   }
   CHECK_THROWS_AS(Conv1dStream(nullptr), convbank::Error);
-  for (auto mode : {convbank::PaddingMode::kReflect, convbank::PaddingMode::kReplicate,
-                    convbank::PaddingMode::kCircular}) {
-    const auto padded = std::make_shared<Conv1d>(Conv1dOptions{
-        .in_channels = 1, .out_channels = 1, .kernel_size = 3, .padding = 1, .padding_mode = mode});
-    CHECK_THROWS_WITH_AS(Conv1dStream{padded}, doctest::Contains("cannot stream"), convbank::Error);
-  }
+  const auto circular =
+      std::make_shared<Conv1d>(Conv1dOptions{.in_channels = 1,
+                                             .out_channels = 1,
+                                             .kernel_size = 3,
+                                             .padding = 1,
+                                             .padding_mode = convbank::PaddingMode::kCircular});
+  CHECK_THROWS_WITH_AS(Conv1dStream{circular}, doctest::Contains("cannot stream"), convbank::Error);
   StreamChain chain;
   chain.add(layer);
   const auto three = make_conv({.in_channels = 3, .out_channels = 1}, rng);

@@ -146,7 +146,7 @@ TEST_CASE("stream: app --chunk writes the offline output") {
   }
 }
 
-TEST_CASE("stream: app --chunk rejects bad values and non-zero padding modes") {
+TEST_CASE("stream: app --chunk rejects bad values and circular padding, streams reflect") {
   if (std::string(kApp).empty()) return;
   Dir d;
   std::mt19937_64 rng(2);
@@ -165,9 +165,20 @@ TEST_CASE("stream: app --chunk rejects bad values and non-zero padding modes") {
     CHECK(r.err.find("--chunk") != std::string::npos);
     CHECK_FALSE(fs::exists(d.file("y.npy")));
   }
-  const Run r = conv({"--chunk", "8", "--padding", "1", "--padding-mode", "reflect"});
+  // Reflect padding streams (the CPU) and equals the offline run; circular cannot stream.
+  const Run offline = conv({"--padding", "1", "--padding-mode", "reflect"});
+  REQUIRE(offline.exit_code == 0);
+  const Tensor whole = io::read_npy(d.file("y.npy"));
+  fs::remove(d.file("y.npy"));
+  const Run chunked =
+      conv({"--chunk", "random:7:1:9", "--padding", "1", "--padding-mode", "reflect"});
+  REQUIRE(chunked.exit_code == 0);
+  CHECK(stream_test::relative_l2(io::read_npy(d.file("y.npy")), whole) <= 1e-6);
+  fs::remove(d.file("y.npy"));
+  const Run r = conv({"--chunk", "8", "--padding", "1", "--padding-mode", "circular"});
   CHECK(r.exit_code != 0);
   CHECK(r.err.find("cannot stream") != std::string::npos);
+  CHECK_FALSE(fs::exists(d.file("y.npy")));
   const Run help = run_app(d.path, {"conv1d", "--help"});
   CHECK(help.exit_code == 0);
 }

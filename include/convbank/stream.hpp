@@ -39,8 +39,13 @@
 //     (multiplied by the product of the strides of the Conv1d stages before it and divided by
 //     those of the ConvTranspose1d stages, rounded up).
 //
-// Zero padding only: reflect/replicate/circular padding reads frames from the far end of the
-// whole signal (or mirrors frames that have not arrived), so the constructor throws Error.
+// Padding modes: zeros, reflect and replicate stream (reflect and replicate on the CPU only: the
+// left padding is filled when the frames it copies have arrived, the right padding at flush
+// from the last frames, which the stream keeps). Circular padding fills the start from the far
+// end of the whole signal, so the constructor throws Error. With reflect padding an output also
+// waits for input frame padding_left: latency_frames() = max(dilation * (kernel_size - 1) -
+// padding_left, padding_left), and a stream no longer than its padding (PyTorch rejects such an
+// input) gets kInvalidArgument from flush().
 //
 // Devices: prepare(..., Device::kCuda) runs the stream on the GPU while process()/flush()
 // still take and return host buffers: prepare allocates the device history and output buffers,
@@ -68,14 +73,15 @@ namespace convbank {
 // input frames still to skip when stride exceeds the kernel span (the stride phase).
 class Conv1dStream {
  public:
-  // Throws Error for padding modes other than zeros, or a null layer.
+  // Throws Error for circular padding, or a null layer.
   explicit Conv1dStream(std::shared_ptr<const Conv1d> layer);
   ~Conv1dStream();
   Conv1dStream(Conv1dStream&&) noexcept;
   Conv1dStream& operator=(Conv1dStream&&) noexcept;
 
   // Allocates the state and workspace for chunks of 1..max_frames frames of `batch`
-  // independent streams, and resets. Throws Error on bad arguments (or Device::kCuda, for now).
+  // independent streams, and resets. Throws Error on bad arguments, for Device::kCuda without a
+  // CUDA device, and for Device::kCuda with reflect or replicate padding (CPU only).
   void prepare(std::int64_t max_frames, std::int64_t batch = 1, Device device = Device::kCpu);
   bool prepared() const noexcept;
   std::int64_t max_frames() const noexcept;

@@ -339,6 +339,12 @@ void warm_up_lengths(Stream& st, const char* who, const std::vector<std::int64_t
 // The buffer holds the padded signal's frames [consumed, received): left padding is written at
 // reset, right padding is appended by flush, so the backend sees no padding at all and output
 // frame t reads buffer frames t' * stride + k * dilation, exactly as offline.
+//
+// Reflect and replicate padding (CPU): the left padding's slots are filled once the frames they
+// copy have arrived (frames 1..padding_left for reflect, frame 0 for replicate); until then no
+// output is computed. The last frames the right padding copies (padding_right + 1 for reflect,
+// 1 for replicate) are kept in `tail`, as the history may have dropped them (stride), and flush
+// appends the padding built from them.
 
 struct Conv1dStream::State {
   std::shared_ptr<const Conv1d> layer;
@@ -346,6 +352,11 @@ struct Conv1dStream::State {
   std::int64_t span = 1;   // dilation * (K - 1) + 1
   std::int64_t pad_left = 0;
   std::int64_t pad_right = 0;
+  PaddingMode mode = PaddingMode::kZeros;  // zeros, reflect or replicate
+  std::int64_t keep = 0;      // frames `tail` keeps: pad_right + 1 (reflect), 1 (replicate)
+  bool left_pending = false;  // the left padding still waits for the frames it copies
+  Tensor tail;                // (batch, in_channels, keep): the last frames received, newest last
+  Tensor right;               // (batch, in_channels, pad_right): flush's right padding
   std::int64_t max_frames = 0;
   std::int64_t capacity = 0;
   Tensor buffer;              // (batch, in_channels, capacity)
@@ -362,13 +373,26 @@ struct Conv1dStream::State {
   std::int64_t outputs_for(std::int64_t held) const {
     return held >= span ? (held - span) / p.stride + 1 : 0;
   }
+  bool copies_padding() const { return mode != PaddingMode::kZeros; }
+  // Frames received before the left padding can be filled.
+  std::int64_t left_needs() const { return mode == PaddingMode::kReflect ? pad_left + 1 : 1; }
+  // The most frames the buffer holds between calls: the left padding and, while reflect's waits,
+  // up to pad_left received frames; afterwards at most span - 1.
+  std::int64_t waiting_max() const {
+    return std::max(pad_left + (mode == PaddingMode::kReflect ? pad_left : 0), span - 1);
+  }
 
   // Allocates for chunks of 1..frames frames, on the host (rt == nullptr) or the device.
   void allocate(std::int64_t frames, std::int64_t batch, CudaRuntime* rt) {
+    if (rt != nullptr && copies_padding()) {
+      throw Error("Conv1dStream: padding_mode '" + to_string(mode) +
+                  "' streams on the CPU only (Device::kCpu); on CUDA use padding_mode zeros, or "
+                  "forward() on the whole signal");
+    }
     max_frames = frames;
     p.batch = batch;
-    // Between calls at most max(pad_left, span - 1) frames wait; then a chunk or the right pad.
-    capacity = std::max(pad_left, span - 1) + std::max(frames, pad_right);
+    // Between calls at most waiting_max() frames wait; then a chunk or the right pad.
+    capacity = waiting_max() + std::max(frames, pad_right);
     const Shape shape{batch, p.in_channels, capacity};
     hist = History{rt, &buffer, &dev, batch, p.in_channels, capacity};
     if (rt == nullptr) {
@@ -376,12 +400,14 @@ struct Conv1dStream::State {
       buffer = Tensor::zeros(shape);
       workspace = Tensor::zeros(
           Shape{1, 1, std::max<std::int64_t>(1, detail::cpu::conv1d_workspace_floats(p))});
+      tail = keep > 0 ? Tensor::zeros(Shape{batch, p.in_channels, keep}) : Tensor();
+      right = keep > 0 && pad_right > 0 ? Tensor::zeros(Shape{batch, p.in_channels, pad_right})
+                                        : Tensor();
     } else {
       buffer = Tensor();
       workspace = Tensor();
-      const std::int64_t out_frames =
-          std::max<std::int64_t>(1, outputs_for(std::max(pad_left, span - 1) + frames) +
-                                        outputs_for(std::max(pad_left, span - 1) + pad_right));
+      const std::int64_t out_frames = std::max<std::int64_t>(
+          1, outputs_for(waiting_max() + frames) + outputs_for(waiting_max() + pad_right));
       dev.allocate(*layer, shape, Shape{batch, p.out_channels, out_frames});
     }
   }
@@ -390,10 +416,15 @@ struct Conv1dStream::State {
   // into `out` (a device view on CUDA). The same bookkeeping on both devices.
   std::int64_t run(const Source& src, std::int64_t first, std::int64_t count,
                    TensorView<float> out) noexcept {
+    if (keep > 0 && !finished) remember_tail(src.view, first, count);
     const std::int64_t drop = std::min(skip, count);
     skip -= drop;
     hist.append(src, first + drop, count - drop, buffered);
     buffered += count - drop;
+    if (left_pending) {
+      if (received < left_needs()) return 0;
+      fill_left();
+    }
     const std::int64_t produced = outputs_for(buffered);
     if (produced == 0) return 0;
     detail::Conv1dParams q = p;
@@ -429,6 +460,55 @@ struct Conv1dStream::State {
     return produced;
   }
 
+  // Keeps the last `keep` of the frames received so far (host views: copies_padding() streams
+  // run on the CPU).
+  void remember_tail(TensorView<const float> in, std::int64_t first, std::int64_t count) noexcept {
+    const std::int64_t fresh = std::min(count, keep);
+    TensorView<float> t = tail.view();
+    for (std::int64_t b = 0; b < t.batch(); ++b) {
+      for (std::int64_t c = 0; c < t.channels(); ++c) {
+        float* row = t.channel(b, c);
+        std::memmove(row, row + fresh, static_cast<std::size_t>(keep - fresh) * sizeof(float));
+        std::memcpy(row + keep - fresh, in.channel(b, c) + first + count - fresh,
+                    static_cast<std::size_t>(fresh) * sizeof(float));
+      }
+    }
+  }
+  // The left padding from the received frames at buffer[pad_left...], as F.pad fills it.
+  void fill_left() noexcept {
+    left_pending = false;
+    TensorView<float> v = buffer.view();
+    for (std::int64_t b = 0; b < v.batch(); ++b) {
+      for (std::int64_t c = 0; c < v.channels(); ++c) {
+        float* row = v.channel(b, c);
+        for (std::int64_t j = 1; j <= pad_left; ++j) {
+          row[pad_left - j] = mode == PaddingMode::kReflect ? row[pad_left + j] : row[pad_left];
+        }
+      }
+    }
+  }
+  // The right padding from the last frames received, as F.pad fills it.
+  void fill_right() noexcept {
+    TensorView<float> r = right.view();
+    const TensorView<const float> t = tail.view();
+    for (std::int64_t b = 0; b < r.batch(); ++b) {
+      for (std::int64_t c = 0; c < r.channels(); ++c) {
+        const float* last = t.channel(b, c) + keep - 1;
+        float* row = r.channel(b, c);
+        for (std::int64_t j = 1; j <= pad_right; ++j) {
+          row[j - 1] = mode == PaddingMode::kReflect ? last[-j] : *last;
+        }
+      }
+    }
+  }
+  // Whether flush() can pad the stream as forward() would: reflect needs more frames than
+  // either padding (PyTorch's rule), and the left padding must have been filled.
+  bool flush_possible() const noexcept {
+    if (received == 0 || !copies_padding()) return true;
+    return !left_pending &&
+           (mode != PaddingMode::kReflect || (received > pad_left && received > pad_right));
+  }
+
   // process() after validation.
   std::int64_t step(const Source& src, std::int64_t n, TensorView<float> out) noexcept {
     received += n;
@@ -441,19 +521,22 @@ struct Conv1dStream::State {
   std::int64_t finish(TensorView<float> out) noexcept {
     const std::int64_t expected = flush_frames();
     finished = true;
-    return expected > 0 ? run(Source{}, 0, pad_right, out) : 0;
+    if (expected <= 0) return 0;
+    if (!copies_padding() || pad_right == 0) return run(Source{}, 0, pad_right, out);
+    fill_right();
+    return run(Source{right.view()}, 0, pad_right, out);
   }
 };
 
 Conv1dStream::Conv1dStream(std::shared_ptr<const Conv1d> layer) : s_(std::make_unique<State>()) {
   if (!layer) throw Error("Conv1dStream: layer is null");
   const Conv1dOptions& o = layer->options();
-  if (o.padding_mode != PaddingMode::kZeros &&
-      (layer->padding_left() > 0 || layer->padding_right() > 0)) {
-    throw Error("Conv1dStream: padding_mode '" + to_string(o.padding_mode) +
-                "' cannot stream: it fills the padding from the signal's far end (circular) or "
-                "mirrors frames that have not arrived yet (reflect, replicate); use "
-                "padding_mode zeros, or forward() on the whole signal");
+  const bool padded = layer->padding_left() > 0 || layer->padding_right() > 0;
+  if (o.padding_mode == PaddingMode::kCircular && padded) {
+    throw Error(
+        "Conv1dStream: padding_mode 'circular' cannot stream: it fills the start with "
+        "the end of the whole signal; use padding_mode zeros, reflect or replicate, or "
+        "forward() on the whole signal");
   }
   s_->layer = std::move(layer);
   detail::Conv1dParams& p = s_->p;
@@ -466,6 +549,10 @@ Conv1dStream::Conv1dStream(std::shared_ptr<const Conv1d> layer) : s_(std::make_u
   s_->pad_left = s_->layer->padding_left();
   s_->pad_right = s_->layer->padding_right();
   s_->span = o.dilation * (o.kernel_size - 1) + 1;
+  if (padded && o.padding_mode != PaddingMode::kZeros) {
+    s_->mode = o.padding_mode;
+    s_->keep = o.padding_mode == PaddingMode::kReflect ? s_->pad_right + 1 : 1;
+  }
 }
 
 Conv1dStream::~Conv1dStream() = default;
@@ -518,22 +605,26 @@ const Conv1d& Conv1dStream::layer() const noexcept {
 std::int64_t Conv1dStream::next_output_frames(std::int64_t input_frames) const noexcept {
   const State& s = *s_;
   if (input_frames < 1 || s.finished) return 0;
+  if (s.left_pending && s.received + input_frames < s.left_needs()) return 0;
   return s.outputs_for(s.buffered + input_frames - std::min(s.skip, input_frames));
 }
 
 std::int64_t Conv1dStream::max_output_frames(std::int64_t input_frames) const noexcept {
   const State& s = *s_;
   if (input_frames < 1) return 0;
-  return s.outputs_for(std::max(s.pad_left, s.span - 1) + input_frames);
+  return s.outputs_for(s.waiting_max() + input_frames);
 }
 
 std::int64_t Conv1dStream::max_flush_frames() const noexcept {
   const State& s = *s_;
-  return s.outputs_for(std::max(s.pad_left, s.span - 1) + s.pad_right);
+  return s.outputs_for(s.waiting_max() + s.pad_right);
 }
 
 std::int64_t Conv1dStream::latency_frames() const noexcept {
-  return s_->span - 1 - s_->pad_left;
+  const State& s = *s_;
+  // Reflect: the left padding waits for frame pad_left too.
+  return s.mode == PaddingMode::kReflect ? std::max(s.span - 1 - s.pad_left, s.pad_left)
+                                         : s.span - 1 - s.pad_left;
 }
 
 Status Conv1dStream::process(TensorView<const float> in, TensorView<float> out,
@@ -561,7 +652,7 @@ Status Conv1dStream::flush(TensorView<float> out, std::int64_t* frames_out) noex
   if (!prepared() || s_->finished || frames_out == nullptr) return Status::kInvalidArgument;
   State& s = *s_;
   // An empty stream has no offline counterpart (forward() needs >= 1 frame): it emits nothing.
-  if (!out_ok(out, s.p.batch, s.p.out_channels, s.flush_frames())) {
+  if (!out_ok(out, s.p.batch, s.p.out_channels, s.flush_frames()) || !s.flush_possible()) {
     return Status::kInvalidArgument;
   }
   if (s.own_rt) {
@@ -581,12 +672,15 @@ void Conv1dStream::reset() noexcept {
   s.skip = 0;
   s.received = 0;
   s.finished = false;
+  s.left_pending = s.copies_padding() && s.pad_left > 0;
+  if (s.keep > 0) zero_rows(s.tail, 0, s.p.batch, 0, s.keep);
 }
 
 Status Conv1dStream::reset(std::int64_t batch_index) noexcept {
   State& s = *s_;
   if (!prepared() || batch_index < 0 || batch_index >= s.p.batch) return Status::kInvalidArgument;
   s.hist.zero(batch_index, batch_index + 1, 0, s.buffered);
+  if (s.keep > 0) zero_rows(s.tail, batch_index, batch_index + 1, 0, s.keep);
   return Status::kOk;
 }
 

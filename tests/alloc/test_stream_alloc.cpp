@@ -219,6 +219,28 @@ TEST_CASE("stream: no allocation in process() after prepare (counted operator ne
     d.prepare(256, 4);
     check_zero(count_during(d, 8, 256, 4, 3000, rng));
   }
+  SUBCASE("reflect and replicate padding (filled from kept frames)") {
+    auto reflect = make<convbank::Conv1d>({.in_channels = 16,
+                                           .out_channels = 32,
+                                           .kernel_size = 7,
+                                           .stride = 2,
+                                           .padding = 3,
+                                           .padding_mode = convbank::PaddingMode::kReflect},
+                                          Shape{32, 16, 7}, rng);
+    convbank::Conv1dStream a(reflect);
+    a.prepare(128, 2);
+    check_zero(count_during(a, 16, 128, 2, 2000, rng));
+    auto replicate = make<convbank::Conv1d>({.in_channels = 4,
+                                             .out_channels = 4,
+                                             .kernel_size = 5,
+                                             .padding = convbank::Padding::same(),
+                                             .groups = 4,
+                                             .padding_mode = convbank::PaddingMode::kReplicate},
+                                            Shape{4, 1, 5}, rng);
+    convbank::Conv1dStream b(replicate);
+    b.prepare(64, 3);
+    check_zero(count_during(b, 4, 64, 3, 2000, rng));
+  }
 }
 
 TEST_CASE("cuda:stream no allocation in process() on CUDA after warm_up (graph replay)") {
