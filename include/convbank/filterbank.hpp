@@ -58,7 +58,7 @@ class FilterBank {
              double sample_rate = 0);
 
   // A bank from a SPEC (docs/usage.md has every preset and key):
-  //   stft:n_fft=512,hop=128,window=hann[,center=true][,synthesis=pinv]
+  //   stft:n_fft=512,hop=128,window=hann[,center=true][,pad_mode=constant][,synthesis=pinv]
   //   mel:n_filters=40,n_fft=512,hop=128[,f_min=0,f_max=8000,sample_rate=16000]
   //   param_sinc:n_filters=64,kernel_size=251,stride=80[,min_low_hz=50,min_band_hz=50]
   //   gammatone:n_filters=32,kernel_size=512,stride=128[,f_min=50,f_max=...]

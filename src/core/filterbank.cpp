@@ -92,13 +92,14 @@ Tensor as_bank(Tensor t, const std::string& key) {
 }
 
 std::shared_ptr<Conv1d> make_analysis(const Tensor& w, std::int64_t stride, std::int64_t padding,
-                                      const Tensor* bias) {
+                                      const Tensor* bias, PaddingMode mode = PaddingMode::kZeros) {
   auto layer = std::make_shared<Conv1d>(Conv1dOptions{.in_channels = w.shape().channels,
                                                       .out_channels = w.shape().batch,
                                                       .kernel_size = w.shape().frames,
                                                       .stride = stride,
                                                       .padding = padding,
-                                                      .bias = bias != nullptr});
+                                                      .bias = bias != nullptr,
+                                                      .padding_mode = mode});
   layer->set_weight(w.view());
   if (bias != nullptr) layer->set_bias(bias->view());
   return layer;
@@ -209,17 +210,31 @@ FilterBank FilterBank::from_spec(std::string_view text, const FilterBankSource& 
   const std::string& name = spec.name();
   std::string desc(text);
   if (name == "stft") {
-    spec.only({"n_fft", "hop", "window", "center", "synthesis"});
+    spec.only({"n_fft", "hop", "window", "center", "pad_mode", "synthesis"});
     presets::Stft o;
     o.n_fft = spec.integer("n_fft", o.n_fft, 2);
     o.hop = spec.integer("hop", o.n_fft / 4, 1);
     o.window = presets::parse_window(spec.text("window", "hann"), "stft window");
     o.center = spec.flag("center", true);
+    // How center pads the signal, by torch.stft's names: constant (zeros, convbank's default),
+    // or reflect (torch.stft's default) and replicate, which streams take on the CPU only.
+    const std::string pad_mode = spec.text("pad_mode", "constant");
+    PaddingMode mode = PaddingMode::kZeros;
+    if (pad_mode == "reflect") {
+      mode = PaddingMode::kReflect;
+    } else if (pad_mode == "replicate") {
+      mode = PaddingMode::kReplicate;
+    } else if (pad_mode != "constant") {
+      throw Error(
+          "preset 'stft': pad_mode must be constant, reflect or replicate (torch.stft's "
+          "names; circular cannot stream), got '" +
+          pad_mode + "'");
+    }
     const Tensor a = presets::stft_analysis(o);
     const std::int64_t pad = presets::stft_padding(o);
     const Tensor s = synthesis_for(spec, a, o.hop, presets::stft_synthesis(o));
-    return FilterBank(make_analysis(a, o.hop, pad, nullptr), make_synthesis(s, o.hop, pad, nullptr),
-                      BandLayout::kComplexPairs, desc);
+    return FilterBank(make_analysis(a, o.hop, pad, nullptr, mode),
+                      make_synthesis(s, o.hop, pad, nullptr), BandLayout::kComplexPairs, desc);
   }
   if (name == "mel") {
     spec.only(

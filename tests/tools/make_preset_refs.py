@@ -105,6 +105,32 @@ def stft_cases(w, rng):
     return cases
 
 
+# torch.stft's other pad modes (its default is reflect), for the stft preset's pad_mode key:
+# (n_fft, hop, window, pad_mode).
+STFT_PAD_MODES = [
+    (512, 128, "hann", "reflect"),
+    (400, 100, "hamming", "reflect"),
+    (63, 20, "rect", "reflect"),
+    (256, 64, "sqrt_hann", "replicate"),
+    (33, 11, "blackman", "replicate"),
+]
+
+
+def stft_pad_mode_cases(w, rng):
+    cases = []
+    for n_fft, hop, window, pad_mode in STFT_PAD_MODES:
+        x = random_f32(rng, 3001)
+        spec = torch.stft(torch.from_numpy(x.astype(np.float64)), n_fft, hop,
+                          window=WINDOWS[window](n_fft), center=True, pad_mode=pad_mode,
+                          return_complex=True)
+        ref = torch.cat([spec.real, spec.imag], dim=0).numpy()
+        name = f"stft_{n_fft}_{hop}_{window}_{pad_mode}"
+        cases.append({"name": name, "n_fft": n_fft, "hop": hop, "window": window,
+                      "pad_mode": pad_mode, "x": w.save(name + "_x", x),
+                      "spec": w.save(name + "_spec", ref)})
+    return cases
+
+
 def istft_cases(w, rng):
     cases = []
     for n_fft, hop, window in STFT_SYNTHESIS:
@@ -314,6 +340,8 @@ def main():
         "gammatone": gammatone_cases(w),
         "analytic": analytic_cases(w, rng),
         "pinv": pinv_cases(w, rng),
+        # Last, so that the cases above keep their random draws.
+        "stft_pad_mode": stft_pad_mode_cases(w, rng),
     }
     with open(args.out / "manifest.json", "w") as f:
         json.dump(manifest, f, indent=1)
