@@ -26,6 +26,7 @@
 #include "convbank/presets.hpp"
 #include "convbank/stream.hpp"
 #include "convbank/tensor.hpp"
+#include "stream_helpers.hpp"
 #include "test_files.hpp"
 
 namespace {
@@ -166,6 +167,18 @@ TEST_CASE("presets: windows are torch's periodic windows and parse by name") {
   CHECK(hamming[1] == doctest::Approx(1.0));
 }
 
+namespace {
+
+// ||y - spec|| / ||spec|| for a torch.stft fixture: (2F, frames), real rows then imaginary rows.
+double stft_error(const Tensor& y, const json& c) {
+  const Tensor ref = load(c, "spec");
+  REQUIRE(y.shape().channels == ref.shape().channels);
+  REQUIRE(y.shape().frames == ref.shape().frames);
+  return rel_l2(y.data(), ref.data(), ref.numel());
+}
+
+}  // namespace
+
 TEST_CASE("presets: stft_analysis as Conv1d equals torch.stft") {
   double worst = 0;
   for (const json& c : manifest().at("stft")) {
@@ -177,11 +190,7 @@ TEST_CASE("presets: stft_analysis as Conv1d equals torch.stft") {
     const Tensor w = presets::stft_analysis(o);
     CHECK(w.shape() == Shape{2 * (o.n_fft / 2 + 1), 1, o.n_fft});
     CHECK(presets::stft_padding(o) == (o.center ? o.n_fft / 2 : 0));
-    const Tensor y = analyze(w, o.hop, presets::stft_padding(o), load(c, "x"));
-    const Tensor ref = load(c, "spec");  // (2F, frames): real rows, then imaginary rows
-    REQUIRE(y.shape().channels == ref.shape().channels);
-    REQUIRE(y.shape().frames == ref.shape().frames);
-    const double err = rel_l2(y.data(), ref.data(), ref.numel());
+    const double err = stft_error(analyze(w, o.hop, presets::stft_padding(o), load(c, "x")), c);
     CHECK(err <= 1e-5);
     worst = std::max(worst, err);
   }
@@ -192,6 +201,7 @@ TEST_CASE("presets: stft_analysis as Conv1d equals torch.stft") {
 // with that pad_mode, offline and streamed through the bank's analysis in ragged chunks.
 TEST_CASE("presets: stft pad_mode=reflect|replicate equals torch.stft's, offline and streamed") {
   double worst = 0;
+  std::mt19937_64 rng(5);
   for (const json& c : manifest().at("stft_pad_mode")) {
     const std::string spec = "stft:n_fft=" + std::to_string(c.at("n_fft").get<int>()) +
                              ",hop=" + std::to_string(c.at("hop").get<int>()) +
@@ -201,43 +211,25 @@ TEST_CASE("presets: stft pad_mode=reflect|replicate equals torch.stft's, offline
     const convbank::FilterBank bank = convbank::FilterBank::from_spec(spec);
     const Tensor input = load(c, "x");  // (1, 1, frames)
     const Tensor y = bank.analysis().forward(input);
-    const Tensor ref = load(c, "spec");  // (2F, frames): real rows, then imaginary rows
-    REQUIRE(y.shape().channels == ref.shape().channels);
-    REQUIRE(y.shape().frames == ref.shape().frames);
-    const double err = rel_l2(y.data(), ref.data(), ref.numel());
+    const double err = stft_error(y, c);
     CHECK(err <= 1e-5);
     worst = std::max(worst, err);
 
     convbank::Conv1dStream stream(bank.analysis_ptr());
     stream.prepare(97);
-    Tensor streamed(y.shape());
-    Tensor out(Shape{1, y.shape().channels,
-                     std::max(stream.max_output_frames(97), stream.max_flush_frames())});
-    std::int64_t at = 0, got = 0, n = 0;
-    std::mt19937 rng(5);
-    auto take = [&](std::int64_t frames) {
-      for (std::int64_t ch = 0; ch < y.shape().channels; ++ch) {
-        std::copy(out.view().channel(0, ch), out.view().channel(0, ch) + frames,
-                  streamed.view().channel(0, ch) + got);
-      }
-      got += frames;
-    };
-    while (at < input.shape().frames) {
-      const std::int64_t len = std::min<std::int64_t>(1 + rng() % 97, input.shape().frames - at);
-      REQUIRE(stream.process(input.view().slice_frames(at, len), out.view(), &n) ==
-              convbank::Status::kOk);
-      take(n);
-      at += len;
-    }
-    REQUIRE(stream.flush(out.view(), &n) == convbank::Status::kOk);
-    take(n);
-    REQUIRE(got == y.shape().frames);
+    bool ok = false;
+    const Tensor streamed = stream_test::run_stream(
+        stream, input, stream_test::chunk_lengths(input.shape().frames, 97, bank.stride(), rng),
+        &ok);
+    CHECK(ok);
+    REQUIRE(streamed.shape() == y.shape());
     CHECK(rel_l2(streamed.data(), y.data(), y.numel()) <= 1e-6);
   }
   MESSAGE("stft pad_mode vs torch.stft: worst relative L2 error " << worst);
   CHECK_THROWS_WITH_AS(convbank::FilterBank::from_spec("stft:n_fft=64,pad_mode=circular"),
-                       doctest::Contains("pad_mode must be constant, reflect or replicate"),
-                       convbank::Error);
+                       doctest::Contains("pad_mode 'circular' cannot stream"), convbank::Error);
+  CHECK_THROWS_WITH_AS(convbank::FilterBank::from_spec("stft:n_fft=64,pad_mode=mirror"),
+                       doctest::Contains("pad_mode must be one of"), convbank::Error);
 }
 
 TEST_CASE("presets: stft_synthesis inverts the analysis and matches torch.istft") {

@@ -219,16 +219,13 @@ FilterBank FilterBank::from_spec(std::string_view text, const FilterBankSource& 
     // How center pads the signal, by torch.stft's names: constant (zeros, convbank's default),
     // or reflect (torch.stft's default) and replicate, which streams take on the CPU only.
     const std::string pad_mode = spec.text("pad_mode", "constant");
-    PaddingMode mode = PaddingMode::kZeros;
-    if (pad_mode == "reflect") {
-      mode = PaddingMode::kReflect;
-    } else if (pad_mode == "replicate") {
-      mode = PaddingMode::kReplicate;
-    } else if (pad_mode != "constant") {
+    const PaddingMode mode = pad_mode == "constant"
+                                 ? PaddingMode::kZeros
+                                 : parse_padding_mode(pad_mode, "preset 'stft': pad_mode");
+    if (mode == PaddingMode::kCircular) {
       throw Error(
-          "preset 'stft': pad_mode must be constant, reflect or replicate (torch.stft's "
-          "names; circular cannot stream), got '" +
-          pad_mode + "'");
+          "preset 'stft': pad_mode 'circular' cannot stream (a bank streams); use "
+          "constant, reflect or replicate");
     }
     const Tensor a = presets::stft_analysis(o);
     const std::int64_t pad = presets::stft_padding(o);

@@ -353,10 +353,9 @@ struct Conv1dStream::State {
   std::int64_t pad_left = 0;
   std::int64_t pad_right = 0;
   PaddingMode mode = PaddingMode::kZeros;  // zeros, reflect or replicate
-  std::int64_t keep = 0;      // frames `tail` keeps: pad_right + 1 (reflect), 1 (replicate)
-  bool left_pending = false;  // the left padding still waits for the frames it copies
-  Tensor tail;                // (batch, in_channels, keep): the last frames received, newest last
-  Tensor right;               // (batch, in_channels, pad_right): flush's right padding
+  bool left_pending = false;               // the left padding still waits for the frames it copies
+  Tensor tail;   // (batch, in_channels, keep): the last frames received, newest last
+  Tensor right;  // (batch, in_channels, pad_right): flush's right padding
   std::int64_t max_frames = 0;
   std::int64_t capacity = 0;
   Tensor buffer;              // (batch, in_channels, capacity)
@@ -374,6 +373,10 @@ struct Conv1dStream::State {
     return held >= span ? (held - span) / p.stride + 1 : 0;
   }
   bool copies_padding() const { return mode != PaddingMode::kZeros; }
+  // Frames `tail` keeps for the right padding: pad_right + 1 (reflect), 1 (replicate), 0 (zeros).
+  std::int64_t keep() const {
+    return mode == PaddingMode::kReflect ? pad_right + 1 : copies_padding() ? 1 : 0;
+  }
   // Frames received before the left padding can be filled.
   std::int64_t left_needs() const { return mode == PaddingMode::kReflect ? pad_left + 1 : 1; }
   // The most frames the buffer holds between calls: the left padding and, while reflect's waits,
@@ -400,9 +403,10 @@ struct Conv1dStream::State {
       buffer = Tensor::zeros(shape);
       workspace = Tensor::zeros(
           Shape{1, 1, std::max<std::int64_t>(1, detail::cpu::conv1d_workspace_floats(p))});
-      tail = keep > 0 ? Tensor::zeros(Shape{batch, p.in_channels, keep}) : Tensor();
-      right = keep > 0 && pad_right > 0 ? Tensor::zeros(Shape{batch, p.in_channels, pad_right})
-                                        : Tensor();
+      tail = copies_padding() ? Tensor::zeros(Shape{batch, p.in_channels, keep()}) : Tensor();
+      right = copies_padding() && pad_right > 0
+                  ? Tensor::zeros(Shape{batch, p.in_channels, pad_right})
+                  : Tensor();
     } else {
       buffer = Tensor();
       workspace = Tensor();
@@ -416,7 +420,8 @@ struct Conv1dStream::State {
   // into `out` (a device view on CUDA). The same bookkeeping on both devices.
   std::int64_t run(const Source& src, std::int64_t first, std::int64_t count,
                    TensorView<float> out) noexcept {
-    if (keep > 0 && !finished) remember_tail(src.view, first, count);
+    // finish() appends the right padding with `finished` set: the padding is not signal.
+    if (copies_padding() && !finished) remember_tail(src.view, first, count);
     const std::int64_t drop = std::min(skip, count);
     skip -= drop;
     hist.append(src, first + drop, count - drop, buffered);
@@ -463,7 +468,7 @@ struct Conv1dStream::State {
   // Keeps the last `keep` of the frames received so far (host views: copies_padding() streams
   // run on the CPU).
   void remember_tail(TensorView<const float> in, std::int64_t first, std::int64_t count) noexcept {
-    const std::int64_t fresh = std::min(count, keep);
+    const std::int64_t keep = this->keep(), fresh = std::min(count, keep);
     TensorView<float> t = tail.view();
     for (std::int64_t b = 0; b < t.batch(); ++b) {
       for (std::int64_t c = 0; c < t.channels(); ++c) {
@@ -493,7 +498,7 @@ struct Conv1dStream::State {
     const TensorView<const float> t = tail.view();
     for (std::int64_t b = 0; b < r.batch(); ++b) {
       for (std::int64_t c = 0; c < r.channels(); ++c) {
-        const float* last = t.channel(b, c) + keep - 1;
+        const float* last = t.channel(b, c) + keep() - 1;
         float* row = r.channel(b, c);
         for (std::int64_t j = 1; j <= pad_right; ++j) {
           row[j - 1] = mode == PaddingMode::kReflect ? last[-j] : *last;
@@ -549,10 +554,7 @@ Conv1dStream::Conv1dStream(std::shared_ptr<const Conv1d> layer) : s_(std::make_u
   s_->pad_left = s_->layer->padding_left();
   s_->pad_right = s_->layer->padding_right();
   s_->span = o.dilation * (o.kernel_size - 1) + 1;
-  if (padded && o.padding_mode != PaddingMode::kZeros) {
-    s_->mode = o.padding_mode;
-    s_->keep = o.padding_mode == PaddingMode::kReflect ? s_->pad_right + 1 : 1;
-  }
+  if (padded) s_->mode = o.padding_mode;
 }
 
 Conv1dStream::~Conv1dStream() = default;
@@ -673,14 +675,14 @@ void Conv1dStream::reset() noexcept {
   s.received = 0;
   s.finished = false;
   s.left_pending = s.copies_padding() && s.pad_left > 0;
-  if (s.keep > 0) zero_rows(s.tail, 0, s.p.batch, 0, s.keep);
+  if (s.copies_padding()) zero_rows(s.tail, 0, s.p.batch, 0, s.keep());
 }
 
 Status Conv1dStream::reset(std::int64_t batch_index) noexcept {
   State& s = *s_;
   if (!prepared() || batch_index < 0 || batch_index >= s.p.batch) return Status::kInvalidArgument;
   s.hist.zero(batch_index, batch_index + 1, 0, s.buffered);
-  if (s.keep > 0) zero_rows(s.tail, batch_index, batch_index + 1, 0, s.keep);
+  if (s.copies_padding()) zero_rows(s.tail, batch_index, batch_index + 1, 0, s.keep());
   return Status::kOk;
 }
 

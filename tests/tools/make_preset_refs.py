@@ -90,19 +90,26 @@ STFT_SYNTHESIS = [
 ]
 
 
+def stft_case(w, rng, name, frames, n_fft, hop, window, center=True, pad_mode="constant"):
+    x = random_f32(rng, frames)
+    spec = torch.stft(torch.from_numpy(x.astype(np.float64)), n_fft, hop,
+                      window=WINDOWS[window](n_fft), center=center, pad_mode=pad_mode,
+                      return_complex=True)
+    ref = torch.cat([spec.real, spec.imag], dim=0).numpy()
+    case = {"name": name, "n_fft": n_fft, "hop": hop, "window": window}
+    if pad_mode == "constant":
+        case["center"] = center
+    else:
+        case["pad_mode"] = pad_mode
+    case["x"] = w.save(name + "_x", x)
+    case["spec"] = w.save(name + "_spec", ref)
+    return case
+
+
 def stft_cases(w, rng):
-    cases = []
-    for n_fft, hop, window, center in STFT_ANALYSIS:
-        x = random_f32(rng, 2000)
-        spec = torch.stft(torch.from_numpy(x.astype(np.float64)), n_fft, hop,
-                          window=WINDOWS[window](n_fft), center=center, pad_mode="constant",
-                          return_complex=True)
-        ref = torch.cat([spec.real, spec.imag], dim=0).numpy()
-        name = f"stft_{n_fft}_{hop}_{window}_{'c' if center else 'nc'}"
-        cases.append({"name": name, "n_fft": n_fft, "hop": hop, "window": window,
-                      "center": center, "x": w.save(name + "_x", x),
-                      "spec": w.save(name + "_spec", ref)})
-    return cases
+    return [stft_case(w, rng, f"stft_{n_fft}_{hop}_{window}_{'c' if center else 'nc'}", 2000,
+                      n_fft, hop, window, center)
+            for n_fft, hop, window, center in STFT_ANALYSIS]
 
 
 # torch.stft's other pad modes (its default is reflect), for the stft preset's pad_mode key:
@@ -117,18 +124,9 @@ STFT_PAD_MODES = [
 
 
 def stft_pad_mode_cases(w, rng):
-    cases = []
-    for n_fft, hop, window, pad_mode in STFT_PAD_MODES:
-        x = random_f32(rng, 3001)
-        spec = torch.stft(torch.from_numpy(x.astype(np.float64)), n_fft, hop,
-                          window=WINDOWS[window](n_fft), center=True, pad_mode=pad_mode,
-                          return_complex=True)
-        ref = torch.cat([spec.real, spec.imag], dim=0).numpy()
-        name = f"stft_{n_fft}_{hop}_{window}_{pad_mode}"
-        cases.append({"name": name, "n_fft": n_fft, "hop": hop, "window": window,
-                      "pad_mode": pad_mode, "x": w.save(name + "_x", x),
-                      "spec": w.save(name + "_spec", ref)})
-    return cases
+    return [stft_case(w, rng, f"stft_{n_fft}_{hop}_{window}_{pad_mode}", 3001, n_fft, hop, window,
+                      pad_mode=pad_mode)
+            for n_fft, hop, window, pad_mode in STFT_PAD_MODES]
 
 
 def istft_cases(w, rng):
