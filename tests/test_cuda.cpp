@@ -1594,18 +1594,23 @@ TEST_CASE("cuda: tensor-core decoders against the float64 oracle") {
   namespace cc = convbank::detail::cuda;
   const PolicyScope policy(cc::WgmmaPolicy::kAlways);  // the small shapes too
   const bool tma_was = cc::decoder_tma(), pair_was = cc::decoder_pair();
-  // Every layer three times: input through the copy engine where the layer allows it (more than
+  const cc::WgmmaPolicy wide_was = cc::decoder_wide_policy();
+  // Every layer four times: input through the copy engine where the layer allows it (more than
   // 64 channels per group, a multiple of 4; 16-byte aligned views) with a step's products as two
-  // wgmmas (the pair) and as three, then loaded by the consumers themselves.
+  // wgmmas (the pair) and as three, on 128-row tiles, then with the pair on the wide variant's
+  // tiles of up to 248 rows (16 columns), then loaded by the consumers themselves.
   struct Variant {
-    bool tma, pair;
+    bool tma, pair, wide;
   };
-  for (const Variant v : {Variant{true, true}, Variant{true, false}, Variant{false, false}}) {
+  for (const Variant v : {Variant{true, true, false}, Variant{true, false, false},
+                          Variant{true, true, true}, Variant{false, false, false}}) {
     const bool tma = v.tma;
     cc::set_decoder_tma(tma);
     cc::set_decoder_pair(v.pair);
+    cc::set_decoder_wide_policy(v.wide ? cc::WgmmaPolicy::kAlways : cc::WgmmaPolicy::kNever);
     const std::uint64_t tma_before = cc::decoder_tma_launches();
     const std::uint64_t pair_before = cc::decoder_pair_launches();
+    const std::uint64_t wide_before = cc::decoder_wide_launches();
     GridStats stats;
     std::uint64_t seed = 8080;
     using T = ConvTranspose1dOptions;
@@ -1680,9 +1685,11 @@ TEST_CASE("cuda: tensor-core decoders against the float64 oracle") {
     conv({.in_channels = 8, .out_channels = 4, .kernel_size = 8, .padding = 2}, 1, 300, false);
     const std::uint64_t tma_runs = cc::decoder_tma_launches() - tma_before;
     const std::uint64_t pair_runs = cc::decoder_pair_launches() - pair_before;
+    const std::uint64_t wide_runs = cc::decoder_wide_launches() - wide_before;
     MESSAGE("tensor-core decoders, copy engine ", std::string(tma ? "on" : "off"), ", pair ",
-            std::string(v.pair ? "on" : "off"), " (", tma_runs, " launches took the copy engine, ",
-            pair_runs, " the pair): worst ", stats.worst, " at ", stats.worst_config,
+            std::string(v.pair ? "on" : "off"), ", wide ", std::string(v.wide ? "on" : "off"), " (",
+            tma_runs, " launches took the copy engine, ", pair_runs, " the pair, ", wide_runs,
+            " the wide tiles): worst ", stats.worst, " at ", stats.worst_config,
             "; kernels: ", join(stats.kernels));
     CHECK(stats.runs == 22);
     if (cc::wgmma_available()) {
@@ -1695,6 +1702,8 @@ TEST_CASE("cuda: tensor-core decoders against the float64 oracle") {
         CHECK(tma_runs == 0);
       }
       CHECK(pair_runs == (v.pair ? tma_runs : 0));
+      // All 7 have at most 16 (channel, tap) columns, which the wide variant takes.
+      CHECK(wide_runs == (v.wide ? tma_runs : 0));
       CHECK(stats.kernels == std::set<std::string>{"conv_transpose1d_decoder_wgmma_3xtf32",
                                                    "conv1d_few_outputs_wgmma_3xtf32"});
       // The default policy gives it a decoder of two outputs (its FFMA rival computes 16
@@ -1720,42 +1729,50 @@ TEST_CASE("cuda: tensor-core decoders against the float64 oracle") {
   }
   cc::set_decoder_tma(tma_was);
   cc::set_decoder_pair(pair_was);
+  cc::set_decoder_wide_policy(wide_was);
 }
 
 // The tensor-core decoder's copy-engine ring under compute-sanitizer (memcheck, racecheck): the
 // ring wrapping within a tile (8 stages of 64 channels), blocks running several tiles, groups,
-// odd rows and padding, a ragged last stage, Conv1d.
+// odd rows and padding, a ragged last stage, Conv1d; on 128-row tiles and on the wide variant's.
 TEST_CASE("cuda:sanitize tensor-core decoder through the copy engine") {
   CUDA_OR_SKIP();
   namespace cc = convbank::detail::cuda;
   if (!cc::wgmma_available()) return;
   const PolicyScope policy(cc::WgmmaPolicy::kAlways);
   const bool tma_was = cc::decoder_tma();
+  const cc::WgmmaPolicy wide_was = cc::decoder_wide_policy();
   cc::set_decoder_tma(true);
   const std::uint64_t before = cc::decoder_tma_launches();
+  const std::uint64_t wide_before = cc::decoder_wide_launches();
   GridStats stats;
   std::uint64_t seed = 2718;
-  using T = ConvTranspose1dOptions;
-  CHECK(run_config<ConvTranspose1d, T>(
-      {.in_channels = 512, .out_channels = 1, .kernel_size = 16, .stride = 8}, 1, 3001, false,
-      seed++, stats));
-  CHECK(run_config<ConvTranspose1d, T>(
-      {.in_channels = 128, .out_channels = 1, .kernel_size = 16, .stride = 8}, 2, 9000, false,
-      seed++, stats));
-  CHECK(run_config<ConvTranspose1d, T>({.in_channels = 2 * 96,
-                                        .out_channels = 2 * 2,
-                                        .kernel_size = 8,
-                                        .stride = 4,
-                                        .padding = 3,
-                                        .groups = 2},
-                                       2, 1001, false, seed++, stats));
-  using C = Conv1dOptions;
-  CHECK(
-      run_config<Conv1d, C>({.in_channels = 132, .out_channels = 1, .kernel_size = 7, .padding = 3},
-                            1, 2000, false, seed++, stats));
+  for (const bool wide : {false, true}) {
+    cc::set_decoder_wide_policy(wide ? cc::WgmmaPolicy::kAlways : cc::WgmmaPolicy::kNever);
+    using T = ConvTranspose1dOptions;
+    CHECK(run_config<ConvTranspose1d, T>(
+        {.in_channels = 512, .out_channels = 1, .kernel_size = 16, .stride = 8}, 1, 3001, false,
+        seed++, stats));
+    CHECK(run_config<ConvTranspose1d, T>(
+        {.in_channels = 128, .out_channels = 1, .kernel_size = 16, .stride = 8}, 2, 9000, false,
+        seed++, stats));
+    CHECK(run_config<ConvTranspose1d, T>({.in_channels = 2 * 96,
+                                          .out_channels = 2 * 2,
+                                          .kernel_size = 8,
+                                          .stride = 4,
+                                          .padding = 3,
+                                          .groups = 2},
+                                         2, 1001, false, seed++, stats));
+    using C = Conv1dOptions;
+    CHECK(run_config<Conv1d, C>(
+        {.in_channels = 132, .out_channels = 1, .kernel_size = 7, .padding = 3}, 1, 2000, false,
+        seed++, stats));
+  }
   cc::set_decoder_tma(tma_was);
+  cc::set_decoder_wide_policy(wide_was);
   MESSAGE("decoder through the copy engine: worst ", stats.worst, " at ", stats.worst_config);
-  CHECK(cc::decoder_tma_launches() - before == 4);
+  CHECK(cc::decoder_tma_launches() - before == 8);
+  CHECK(cc::decoder_wide_launches() - wide_before == 4);
 }
 
 TEST_CASE("cuda:sanitize small grid (compute-sanitizer subset)") {

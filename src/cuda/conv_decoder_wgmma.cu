@@ -58,17 +58,22 @@ namespace convbank::detail::cuda {
 namespace {
 
 constexpr int kRows = 128;            // rows (input frames) of P per tile
+constexpr int kWideRows = 256;        // the same in the wide variant (four warpgroups)
 constexpr int kMaxCols = 32;          // columns (out/groups x K) of the widest instantiation
 constexpr int kMaxSmem = 113 * 1024;  // at least two blocks per multiprocessor
 
-// The copy-engine-fed variant (kTma below): the input arrives in stages of 64 channels x 128
-// frames, each as 4 bulk tensor copies of 16 "quad rows" (a quad row is four consecutive
-// channels, 16-byte aligned together whatever the row length) x kBoxFrames frames. A copy must
-// start on a 16-byte boundary, so it starts up to 3 frames early (its lead); 4 frames more
-// than used also put lines 2q and 2q + 1 8 banks apart (see the kernel).
+// The copy-engine-fed variant (kTma below): the input arrives in stages of 64 channels x the
+// tile's rows, each as 4 bulk tensor copies of 16 "quad rows" (a quad row is four consecutive
+// channels, 16-byte aligned together whatever the row length) x box_frames frames. A copy must
+// start on a 16-byte boundary, so it starts up to 3 frames early (its lead); box_frames of 4 or
+// 28 modulo 32 also put lines 2q and 2q + 1 8 banks apart (see the kernel). 128 rows take boxes
+// of kBoxFrames; the wide variant's tiles use up to kWideBoxFrames - 4 of its kWideRows (the
+// copy engine's box is at most 256 frames).
 constexpr int kBoxFrames = kRows + 4;
-constexpr int kBoxFloats = 16 * kBoxFrames;
-constexpr int kStageBytes = 4 * kBoxFloats * 4;
+constexpr int kWideBoxFrames = 252;
+constexpr int stage_bytes_of(int box_frames) {
+  return 4 * 16 * box_frames * 4;
+}
 constexpr int kMaxStages = 4;
 constexpr int kTmaMaxSmem = 227 * 1024;  // one block per multiprocessor
 
@@ -85,24 +90,33 @@ struct DecArgs {
   std::int64_t y_bs, y_cs;
   std::int64_t groups;
   int cin_g, cout_g, K, stride;
-  int taps;    // K / stride: P rows per output
-  int steps;   // reduction steps of 8 channels, a multiple of 8
-  int stages;  // kTma: the ring's stages of kStageBytes
-  int own;     // output blocks a tile owns: kRows - (taps - 1)
+  int taps;                     // K / stride: P rows per output
+  int steps;                    // reduction steps of 8 channels, a multiple of 8
+  int stages;                   // kTma: the ring's stages of stage_bytes
+  int box_frames, stage_bytes;  // kTma: a copy's frames (its box), a stage's bytes
+  int rows;  // rows of P a tile uses: kRows, or up to kWideBoxFrames - 4 (wide variant)
+  int own;   // output blocks a tile owns: rows - (taps - 1)
   std::int64_t pad, in_frames, out_frames;
   std::int64_t q_first;    // first output block: pad / stride
   std::int64_t row_tiles;  // tiles per (batch, group)
   std::int64_t tiles;      // all tiles
 };
 
-// Shared memory of one block: the two weight planes, then P with a row pitch of cols + 1 floats.
-std::size_t smem_bytes(int steps, int cols) {
-  return (std::size_t{2} * steps * 8 * cols + kRows * (cols + 1)) * sizeof(float);
+// Shared memory of one block: the two weight planes, then P (tile_rows rows) with a row pitch of
+// cols + 1 floats.
+std::size_t smem_bytes(int steps, int cols, int tile_rows = kRows) {
+  return (std::size_t{2} * steps * 8 * cols + std::size_t{1} * tile_rows * (cols + 1)) *
+         sizeof(float);
 }
 // kTma: the stages first, from a 128-byte boundary (the copies' destinations), then the above,
 // then two barriers per stage.
-std::size_t tma_smem_bytes(int steps, int cols, int stages) {
-  return 128 + std::size_t{kStageBytes} * stages + smem_bytes(steps, cols) + 16 * stages + 8;
+std::size_t tma_smem_bytes(int steps, int cols, int stages, int stage_bytes, int tile_rows) {
+  return 128 + std::size_t{1} * stage_bytes * stages + smem_bytes(steps, cols, tile_rows) +
+         16 * stages + 8;
+}
+// Rows of P the copy-engine kernel computes per tile.
+constexpr int tile_rows_of(bool wide) {
+  return wide ? kWideRows : kRows;
 }
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -176,19 +190,27 @@ __device__ __forceinline__ void wgmma_step(float (&d)[R2], float (&e)[R],
 // keep in flight) fit a multiprocessor; the block's barriers and epilogue then cost more per
 // tile, which long reductions amortize and short ones do not (launch_cols() picks).
 //
+// kWG = 4 (with kTma only, the wide variant): four warpgroups of one m64 tile each, 256 rows, of
+// which a tile uses a.rows (up to 248, see wide_rows()): each copy reads runs of up to 1 KB per
+// channel instead of 528 bytes, and the epilogue's barriers come half as often. Its 17 warps get
+// 96 registers each (five warps share a scheduler's 16K registers), so a warpgroup keeps two
+// fragment sets and waits for each step's wgmmas one step later, as without kTma. Three
+// warpgroups (192 rows, 117 registers, four fragment sets) measured the same at dec_tasnet and
+// slower on 128-channel layers (log step 96 in docs/performance.md).
+//
 // kTma: the loads in flight are the copy engine's, not the threads'. A producer warp (one
 // thread issuing) copies each 64-channel stage of a tile into a ring of a.stages stages of
 // shared memory, a transaction barrier per stage counting the bytes (full) and one counting
 // the consumer warps that are done reading it (empty); the consumers read their fragments from
-// there. A stage holds box u = channels 4 r + u of quad rows r < 16 (line r, kBoxFrames
+// there. A stage holds box u = channels 4 r + u of quad rows r < 16 (line r, box_frames
 // floats). Reduction step j of the stage reads lines 8 (j & 1) .. + 7 of box j / 2: fragment
-// column q from line 2q, column q + 4 from line 2q + 1. Lines are kBoxFrames = 4 mod 32 floats
-// apart, so lines 2q start 8q banks apart and the 32 lanes' reads (8 consecutive frames of 4
-// lines) land in 32 banks; the weight planes take the same channel order (tma_channel()). The
-// frames of a quad row past its channel's row are the next channel's: the consumers zero frames
-// outside the row, and the copy engine zeros channels past the group and frames before channel 0's
-// or after channel 3's. The block's barriers are named barriers of the consumers only (the producer
-// runs ahead).
+// column q from line 2q, column q + 4 from line 2q + 1. Lines are box_frames = 4 or 28 mod 32
+// floats apart, so lines 2q start 8q or 24q banks apart and the 32 lanes' reads (8 consecutive
+// frames of 4 lines) land in 32 banks; the weight planes take the same channel order
+// (tma_channel()). The frames of a quad row past its channel's row are the next channel's: the
+// consumers zero frames outside the row, and the copy engine zeros channels past the group and
+// frames before channel 0's or after channel 3's. The block's barriers are named barriers of the
+// consumers only (the producer runs ahead).
 [[maybe_unused]] __host__ __device__ __forceinline__ int tma_channel(int r) {
   const int st = r >> 3, q = r & 3, c = (r >> 2) & 1, j = st & 7;
   return 4 * (16 * (st >> 3) + 8 * (j & 1) + 2 * q + c) + (j >> 1);
@@ -200,8 +222,14 @@ template <int kN, int kWG, bool kTma, bool kPair>
 __global__ void __launch_bounds__(128 * kWG + (kTma ? 32 : 0), kTma ? 1 : (kN == 16 ? 3 : 2))
     conv_transpose1d_decoder_wgmma_kernel(DecArgs a, const __grid_constant__ CUtensorMap x_map) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  static_assert(kWG <= 2 || (kWG == 4 && kTma), "the wide variant is fed by the copy engine");
+  constexpr bool kWide = kWG == 4;
   constexpr int kThreads = 128 * kWG;  // the consumers (all threads without kTma)
-  constexpr int kM = 2 / kWG;          // m64 tiles per warpgroup
+  constexpr int kTileRows = tile_rows_of(kWide);
+  constexpr int kM = kTileRows / (64 * kWG);  // m64 tiles per warpgroup
+  // The copies' geometry: runtime for the wide variant, whose tiles' rows vary.
+  const int box_frames = kWide ? a.box_frames : kBoxFrames;
+  const int stage_bytes = kWide ? a.stage_bytes : stage_bytes_of(kBoxFrames);
   // Reduction steps whose loads are in flight ahead of the split: 8 steps with one m64 tile
   // per warpgroup (4 values per step and thread), 4 with two (8 steps spilled at 3 blocks).
   constexpr int kAhead = kTma ? 1 : kM == 1 ? 8 : 4;
@@ -217,8 +245,8 @@ __global__ void __launch_bounds__(128 * kWG + (kTma ? 32 : 0), kTma ? 1 : (kN ==
     const std::uint32_t base = smem_addr(smem_raw);
     stage0 = (base + 127) & ~127u;
     ring = smem_raw + (stage0 - base) / 4;
-    smem = const_cast<float*>(ring) + a.stages * (kStageBytes / 4);
-    full0 = (smem_addr(smem + 2 * plane + kRows * kPitch) + 7) & ~7u;
+    smem = const_cast<float*>(ring) + a.stages * (stage_bytes / 4);
+    full0 = (smem_addr(smem + 2 * plane + kTileRows * kPitch) + 7) & ~7u;
     empty0 = full0 + 8 * a.stages;
     if (threadIdx.x == 0) {
       for (int s = 0; s < a.stages; ++s) {
@@ -259,12 +287,12 @@ __global__ void __launch_bounds__(128 * kWG + (kTma ? 32 : 0), kTma ? 1 : (kN ==
         const int qb = static_cast<int>(first - (a.taps - 1));
         for (int k = 0; k < a.steps / 8; ++k) {
           mbar_wait(empty0 + 8 * slot, phase ^ 1);
-          const std::uint32_t full = full0 + 8 * slot, dst = stage0 + slot * kStageBytes;
-          mbar_expect(full, kStageBytes);
+          const std::uint32_t full = full0 + 8 * slot, dst = stage0 + slot * stage_bytes;
+          mbar_expect(full, stage_bytes);
 #pragma unroll
           for (int u = 0; u < 4; ++u) {
             const int c0 = static_cast<int>(u * a.x_cs) + qb;
-            tensor_copy_input(dst + u * kBoxFloats * 4, x_map, 1, c0 - (c0 & 3), 16 * k,
+            tensor_copy_input(dst + u * (stage_bytes / 4), x_map, 1, c0 - (c0 & 3), 16 * k,
                               static_cast<int>(gr), static_cast<int>(b), full);
           }
           if (++slot == a.stages) {
@@ -288,7 +316,9 @@ __global__ void __launch_bounds__(128 * kWG + (kTma ? 32 : 0), kTma ? 1 : (kN ==
 #pragma unroll
       for (int m = 0; m < kM; ++m) {
 #pragma unroll
-        for (int h = 0; h < 2; ++h) frag[c][m][h] = (2 * q + c) * kBoxFrames + f0 + 16 * m + 8 * h;
+        for (int h = 0; h < 2; ++h) {
+          frag[c][m][h] = (2 * q + c) * box_frames + f0 + 16 * m + 8 * h;
+        }
       }
     }
   }
@@ -338,6 +368,7 @@ __global__ void __launch_bounds__(128 * kWG + (kTma ? 32 : 0), kTma ? 1 : (kN ==
       for (int h = 0; h < 2; ++h) {
         const std::int64_t t = qb + f0 + 16 * m + 8 * h;
         in[m][h] = t >= 0 && t < a.in_frames;
+        if constexpr (kWide) in[m][h] = in[m][h] && f0 + 16 * m + 8 * h < a.rows;
       }
     }
     // Step st's values of this thread, [channel q or q + 4][m][h]; channels past the group's
@@ -377,8 +408,9 @@ __global__ void __launch_bounds__(128 * kWG + (kTma ? 32 : 0), kTma ? 1 : (kN ==
     // [fragment set][m][fragment register]: two sets (the step's and the one before, which a
     // wait retires), or with kTma one per step of the stage, whose wgmmas then all stay in
     // flight until the stage's end (the block's two warpgroups alone must keep the tensor cores
-    // busy: with a wait per step the decoder measured 0.176 ms at dec_tasnet, log step 90).
-    constexpr int kSets = kTma ? kSumSteps : 2;
+    // busy: with a wait per step the decoder measured 0.176 ms at dec_tasnet, log step 90); the
+    // wide variant's four warpgroups have registers for two.
+    constexpr int kSets = kTma && !kWide ? kSumSteps : 2;
     std::uint32_t hi[kSets][kM][4], lo[kSets][kM][4];
     // One group of kSumSteps steps per iteration (with kTma, one stage), unrolled and ended by a
     // full wait: no wgmma is in flight across a branch or the loop's back edge (ptxas would wait
@@ -387,7 +419,7 @@ __global__ void __launch_bounds__(128 * kWG + (kTma ? 32 : 0), kTma ? 1 : (kN ==
       const float* stage = ring;
       if constexpr (kTma) {
         mbar_wait(full0 + 8 * slot, phase);
-        stage = ring + slot * (kStageBytes / 4);
+        stage = ring + slot * (stage_bytes / 4);
       }
 #pragma unroll
       for (int u = 0; u < kSumSteps; ++u) {
@@ -395,7 +427,7 @@ __global__ void __launch_bounds__(128 * kWG + (kTma ? 32 : 0), kTma ? 1 : (kN ==
         float(&rv)[2][kM][2] = raw[u % kAhead];
         if constexpr (kTma) {
           // Step u: box u / 2, lines 8 (u & 1) + ...
-          const float* su = stage + (u >> 1) * kBoxFloats + (u & 1) * 8 * kBoxFrames;
+          const float* su = stage + (u >> 1) * (stage_bytes / 16) + (u & 1) * 8 * box_frames;
 #pragma unroll
           for (int c = 0; c < 2; ++c) {
 #pragma unroll
@@ -438,9 +470,12 @@ __global__ void __launch_bounds__(128 * kWG + (kTma ? 32 : 0), kTma ? 1 : (kN ==
           wgmma_step<kPair, kAcc>(acc[m], acc_lo[m], hi[bb][m], lo[bb][m], dp, db, ds, u != 0);
         }
         wgmma_commit();
-        if (!kTma && u + 1 < kSumSteps) {
-          wgmma_wait<1>();  // the step before is done with its fragments
-          pin_operands(hi[bb ^ 1], lo[bb ^ 1]);
+        if constexpr (kSets < kSumSteps) {
+          // The set the next step splits into is free once the step kSets back is done.
+          if (u + 1 < kSumSteps && (!kTma || u + 1 >= kSets)) {
+            wgmma_wait<kSets - 1>();
+            pin_operands(hi[(u + 1) % kSets], lo[(u + 1) % kSets]);
+          }
         }
       }
       if constexpr (kTma) {
@@ -627,23 +662,26 @@ bool tma_shape(const DecLayer& l) {
   return g_tma_on.load(std::memory_order_relaxed) && l.cin_g % 4 == 0 && steps_of(l) >= 16;
 }
 
-// The copy-engine-fed variant's ring (kStageBytes per stage) where at least two stages fit
+// The copy-engine-fed variant's ring (a.stage_bytes per stage) where at least two stages fit
 // beside the planes and its input map, 0 where it does not apply: tma_shape(), four channels
 // together 16-byte aligned (the view's start and batch stride 16-byte aligned), frame
 // coordinates within 2^30, the driver's tensor-map encoder present and accepting the map; `map`
-// is then the input as (4 x x_cs frames, quad row, group, batch).
-int tma_stages(const DecArgs& a, const DecLayer& l, CUtensorMap& map) {
+// is then the input as (4 x x_cs frames, quad row, group, batch), read in boxes of
+// a.box_frames frames, for the wide variant or the 128-row kernel.
+int tma_stages(const DecArgs& a, const DecLayer& l, bool wide, CUtensorMap& map) {
   if (!tma_shape(l)) return 0;
   const TensorMapEncode encode = tensor_map_encoder();
   constexpr std::int64_t kCoordMax = std::int64_t{1} << 30;
   if (encode == nullptr || reinterpret_cast<std::uintptr_t>(a.x) % 16 != 0 || a.x_bs % 4 != 0 ||
-      4 * a.x_cs + l.in_frames + 2 * kRows >= kCoordMax || l.pad / l.stride + kRows >= kCoordMax) {
+      4 * a.x_cs + l.in_frames + 2 * tile_rows_of(wide) >= kCoordMax ||
+      l.pad / l.stride + tile_rows_of(wide) >= kCoordMax) {
     return 0;
   }
   const int n = padded_cols(l);
-  const std::size_t fixed = tma_smem_bytes(steps_of(l), n, 0);
+  const int tile_rows = tile_rows_of(wide);
+  const std::size_t fixed = tma_smem_bytes(steps_of(l), n, 0, a.stage_bytes, tile_rows);
   const int fit = static_cast<int>((kTmaMaxSmem - std::min<std::size_t>(fixed, kTmaMaxSmem)) /
-                                   (kStageBytes + 16));
+                                   (a.stage_bytes + 16));
   const int stages = std::min(fit, kMaxStages);
   if (stages < 2) return 0;
   const auto u64 = [](std::int64_t v) { return static_cast<cuuint64_t>(v); };
@@ -651,7 +689,8 @@ int tma_stages(const DecArgs& a, const DecLayer& l, CUtensorMap& map) {
   const cuuint64_t strides[3] = {u64(4 * a.x_cs) * sizeof(float),
                                  u64(a.x_cs * l.cin_g) * sizeof(float),
                                  u64(a.x_bs) * sizeof(float)};
-  const cuuint32_t box[4] = {kBoxFrames, 16, 1, 1}, steps[4] = {1, 1, 1, 1};
+  const cuuint32_t box[4] = {static_cast<cuuint32_t>(a.box_frames), 16, 1, 1},
+                   steps[4] = {1, 1, 1, 1};
   // 128-byte L2 promotion measured faster than 256 bytes and none (log step 91 in
   // docs/performance.md, two device calls of two rounds each: dec_tasnet 0.167 / 0.170 and
   // 0.168 / 0.168 ms against 0.171 / 0.172 and 0.169 / 0.169 with 256 bytes; 0.171 / 0.171
@@ -661,8 +700,71 @@ int tma_stages(const DecArgs& a, const DecLayer& l, CUtensorMap& map) {
       encode(&map, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 4, const_cast<float*>(a.x), dims, strides, box,
              steps, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE, promo,
              CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
-  const bool ready = n == 16 ? kernel_ready<16, 2, true>() : kernel_ready<32, 2, true>();
+  const bool ready = n == 16 ? (wide ? kernel_ready<16, 4, true>() : kernel_ready<16, 2, true>())
+                             : !wide && kernel_ready<32, 2, true>();
   return ok && ready ? stages : 0;
+}
+
+// The wide variant (256-row tiles, four consumer warpgroups; kAuto where its tiles load the
+// multiprocessors at least as evenly as 128-row ones, CONVBANK_CUDA_DECODER_WIDE=0 never, =1
+// wherever it fits; set_decoder_wide_policy for the tests). 16 columns only: with 32 the pair's
+// accumulators spill in its 96 registers.
+WgmmaPolicy wide_policy_from_env() {
+  if (std::getenv("CONVBANK_CUDA_DECODER_WIDE") == nullptr) return WgmmaPolicy::kAuto;
+  return env_int("CONVBANK_CUDA_DECODER_WIDE") == 0 ? WgmmaPolicy::kNever : WgmmaPolicy::kAlways;
+}
+std::atomic<WgmmaPolicy> g_wide{wide_policy_from_env()};
+std::atomic<std::uint64_t> g_wide_launches{0};
+
+// The box of a tile of `rows` rows: the lead (up to 3 frames) and a multiple of 4 frames that is
+// 4 or 28 modulo 32 (conflict-free fragment reads, see the kernel).
+int box_frames_for(int rows) {
+  int b = (rows + 3 + 3) / 4 * 4;
+  while (b % 32 != 4 && b % 32 != 28) b += 4;
+  return b;
+}
+
+// a's tiles for rows of P per tile.
+void set_tiles(DecArgs& a, const DecLayer& l, int rows) {
+  a.rows = rows;
+  a.box_frames = box_frames_for(rows);
+  a.stage_bytes = stage_bytes_of(a.box_frames);
+  a.own = rows - (a.taps - 1);
+  const std::int64_t q_last = (l.pad + l.out_frames - 1) / l.stride;
+  a.row_tiles = (q_last - a.q_first + a.own) / a.own;
+  a.tiles = a.row_tiles * l.batch * l.groups;
+}
+
+// The copy-engine decoder's time, in rows of P, on its busiest multiprocessor (one block each):
+// its tiles times their rows and a per-tile cost (the epilogue's barriers, the halo), about 16
+// rows.
+std::int64_t busiest_rows(const DecArgs& a) {
+  const std::int64_t sms = num_sms();
+  return (a.tiles + sms - 1) / sms * (a.rows + 16);
+}
+
+// The wide variant's rows per tile (a multiple of 8 from 192 to what a box holds, so that the
+// last warpgroup always has rows), the count whose tiles load the multiprocessors most evenly;
+// 0 where the policy or the layer rule it out (kAuto: fewer than two tiles per multiprocessor,
+// or a busiest multiprocessor with more rows to compute than 128-row tiles would give it).
+int wide_rows(const DecArgs& a, const DecLayer& l) {
+  const WgmmaPolicy policy = g_wide.load(std::memory_order_relaxed);
+  if (policy == WgmmaPolicy::kNever || padded_cols(l) != 16) return 0;
+  DecArgs t = a;
+  int best = 0;
+  std::int64_t best_cost = 0;
+  for (int rows = kWideBoxFrames - 4; rows >= kWideRows - 64; rows -= 8) {
+    set_tiles(t, l, rows);
+    const std::int64_t cost = busiest_rows(t);
+    if (best == 0 || cost < best_cost) {
+      best = rows;
+      best_cost = cost;
+    }
+  }
+  if (policy == WgmmaPolicy::kAlways) return best;
+  set_tiles(t, l, best);
+  if (t.tiles < 2 * std::int64_t{num_sms()} || best_cost > busiest_rows(a)) return 0;
+  return best;
 }
 
 template <int kN, int kWG, bool kTma, bool kPair>
@@ -716,23 +818,36 @@ void launch(DecArgs a, const DecLayer& l, cudaStream_t stream, const char* name,
   a.stride = static_cast<int>(l.stride);
   a.taps = a.K / a.stride;
   a.steps = steps_of(l);
-  a.own = kRows - (a.taps - 1);
   a.pad = l.pad;
   a.in_frames = l.in_frames;
   a.out_frames = l.out_frames;
   a.q_first = l.pad / l.stride;
-  const std::int64_t q_last = (l.pad + l.out_frames - 1) / l.stride;
-  a.row_tiles = (q_last - a.q_first + a.own) / a.own;
-  a.tiles = a.row_tiles * l.batch * l.groups;
+  set_tiles(a, l, kRows);
   if (l.out_frames == 0 || a.tiles == 0) return;
   const int n = padded_cols(l);
   CUtensorMap map{};
-  a.stages = tma_stages(a, l, map);
+  bool wide = false;
+  if (tma_shape(l)) {
+    if (const int rows = wide_rows(a, l); rows > 0) {
+      DecArgs w = a;
+      set_tiles(w, l, rows);
+      w.stages = tma_stages(w, l, true, map);
+      if (w.stages > 0) {
+        a = w;
+        wide = true;
+      }
+    }
+    if (!wide) a.stages = tma_stages(a, l, false, map);
+  }
   if (a.stages > 0) {
     g_tma_launches.fetch_add(1, std::memory_order_relaxed);
     if (pair_on()) g_pair_launches.fetch_add(1, std::memory_order_relaxed);
-    const std::size_t smem = tma_smem_bytes(a.steps, n, a.stages);
-    if (n == 16) {
+    if (wide) g_wide_launches.fetch_add(1, std::memory_order_relaxed);
+    const std::size_t smem =
+        tma_smem_bytes(a.steps, n, a.stages, a.stage_bytes, tile_rows_of(wide));
+    if (wide) {
+      launch_with<16, 4, true>(a, map, smem, stream);
+    } else if (n == 16) {
       launch_with<16, 2, true>(a, map, smem, stream);
     } else {
       launch_with<32, 2, true>(a, map, smem, stream);
@@ -772,6 +887,18 @@ bool decoder_pair() {
 
 std::uint64_t decoder_pair_launches() {
   return g_pair_launches.load(std::memory_order_relaxed);
+}
+
+void set_decoder_wide_policy(WgmmaPolicy policy) {
+  g_wide.store(policy, std::memory_order_relaxed);
+}
+
+WgmmaPolicy decoder_wide_policy() {
+  return g_wide.load(std::memory_order_relaxed);
+}
+
+std::uint64_t decoder_wide_launches() {
+  return g_wide_launches.load(std::memory_order_relaxed);
 }
 
 bool conv_transpose1d_decoder_wgmma_supported(const ConvTranspose1dParams& p) {

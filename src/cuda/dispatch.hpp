@@ -74,5 +74,12 @@ std::uint64_t decoder_tma_launches();
 void set_decoder_pair(bool on);
 bool decoder_pair();
 std::uint64_t decoder_pair_launches();
+// The copy-engine decoder's wide variant (256-row tiles, four consumer warpgroups): kAuto where
+// its tiles load the multiprocessors at least as evenly as 128-row ones
+// (CONVBANK_CUDA_DECODER_WIDE=0 is kNever, =1 kAlways), kAlways wherever it fits. The
+// copy-engine launches that took it (the tests count).
+void set_decoder_wide_policy(WgmmaPolicy policy);
+WgmmaPolicy decoder_wide_policy();
+std::uint64_t decoder_wide_launches();
 
 }  // namespace convbank::detail::cuda

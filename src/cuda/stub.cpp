@@ -116,4 +116,11 @@ bool decoder_pair() {
 std::uint64_t decoder_pair_launches() {
   return 0;
 }
+void set_decoder_wide_policy(WgmmaPolicy) {}
+WgmmaPolicy decoder_wide_policy() {
+  return WgmmaPolicy::kNever;
+}
+std::uint64_t decoder_wide_launches() {
+  return 0;
+}
 }  // namespace convbank::detail::cuda
