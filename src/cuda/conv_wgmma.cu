@@ -109,6 +109,9 @@ struct WgArgs {
                                       // = __umulhi(i, span_div) for the indices used here
   bool x_vec;                         // input rows 16-byte aligned: 16-byte copies
   bool y_vec2;                        // output rows 8-byte aligned: 8-byte stores of two frames
+  // SS kernel, 3xFP16: the producer's maximum pass reads 4 frames per 16-byte load where the
+  // copied rows allow it (CONVBANK_CUDA_SS_MAX_VEC=0 turns that off, for A/B runs).
+  bool max_vec;
   // SS kernel: the copied input's row pitch and ceil(2^32 / (raw_pitch / 4)). Without x_vec
   // (rows of odd length start anywhere) each row is copied in 16-byte pieces from the aligned
   // address at or below its first frame, e frames early (e < 4, per row), and read e frames on:
@@ -879,14 +882,47 @@ __global__ void __launch_bounds__(kSsThreads, 1)
         const int n8 = b_plane / 4;  // 16-byte rows: (8-channel group, frame)
         const int f_lo = t.shift, f_hi = t.shift + kFrames + (a.taps - 1) * a.dilation;
         float mf = 0.0f;
-        for (int i = tid; i < n8; i += 128) {
-          const int grp = static_cast<int>(__umulhi(i, a.span_div)), f = i - grp * a.span;
-          if (f < f_lo || f >= f_hi) continue;
-          const float* rg = r + 2 * grp * grp_step + f;
+        // Where every copied row starts on a 16-byte boundary (no leads), a thread takes 4
+        // frames of its 8 rows with 16-byte loads: a quarter of the load instructions and of the
+        // index arithmetic. span is a multiple of 4, so 4 frames never straddle two groups. The
+        // maximum is the same value either way (fmaxf's order does not matter, NaN included).
+        const bool vec4 = a.max_vec && lead0 == 0 && lead_step == 0 &&
+                          ((smem_addr(r) & 15) | (grp_step & 3) | (row_step & 3)) == 0;
+        if (vec4) {
+          auto max4 = [](float m, const float* p) {
+            const float4 v = *reinterpret_cast<const float4*>(p);
+            return fmaxf(m, fmaxf(fmaxf(fabsf(v.x), fabsf(v.y)), fmaxf(fabsf(v.z), fabsf(v.w))));
+          };
+          for (int i = tid; i < n8 / 4; i += 128) {
+            const int grp = static_cast<int>(__umulhi(4 * i, a.span_div)), f = 4 * i - grp * a.span;
+            const float* rg = r + 2 * grp * grp_step + f;
+            if (f >= f_lo && f + 4 <= f_hi) {
 #pragma unroll
-          for (int u = 0; u < 4; ++u) {
-            mf = fmaxf(mf, fabsf(rg[base[u]]));
-            mf = fmaxf(mf, fabsf(rg[grp_step + base[u]]));
+              for (int u = 0; u < 4; ++u) {
+                mf = max4(mf, rg + base[u]);
+                mf = max4(mf, rg + grp_step + base[u]);
+              }
+            } else {
+              for (int k = 0; k < 4; ++k) {
+                if (f + k < f_lo || f + k >= f_hi) continue;
+#pragma unroll
+                for (int u = 0; u < 4; ++u) {
+                  mf = fmaxf(mf, fabsf(rg[k + base[u]]));
+                  mf = fmaxf(mf, fabsf(rg[k + grp_step + base[u]]));
+                }
+              }
+            }
+          }
+        } else {
+          for (int i = tid; i < n8; i += 128) {
+            const int grp = static_cast<int>(__umulhi(i, a.span_div)), f = i - grp * a.span;
+            if (f < f_lo || f >= f_hi) continue;
+            const float* rg = r + 2 * grp * grp_step + f;
+#pragma unroll
+            for (int u = 0; u < 4; ++u) {
+              mf = fmaxf(mf, fabsf(rg[base[u]]));
+              mf = fmaxf(mf, fabsf(rg[grp_step + base[u]]));
+            }
           }
         }
         // Non-negative floats order like their bits.
@@ -1476,6 +1512,8 @@ Workspace split_weights_half(WgArgs& a, int*& flag, cudaStream_t stream, const L
 void set_alignment(WgArgs& a) {
   a.x_vec = reinterpret_cast<std::uintptr_t>(a.x) % 16 == 0 && a.x_cs % 4 == 0 && a.x_bs % 4 == 0;
   a.y_vec2 = reinterpret_cast<std::uintptr_t>(a.y) % 8 == 0 && a.y_cs % 2 == 0 && a.y_bs % 2 == 0;
+  static const bool max_vec = !env_off("CONVBANK_CUDA_SS_MAX_VEC");
+  a.max_vec = max_vec;
 }
 
 // Windowed rows hold their copy lead inside their windows, so the split of a row whose copy
