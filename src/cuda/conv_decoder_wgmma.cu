@@ -797,7 +797,7 @@ void launch_with(const DecArgs& a, const CUtensorMap& map, std::size_t smem, cud
 // -> 1, K 16, s 8 0.224 vs 0.227; but 32 -> 1, K 7 (Conv1d, 8 steps, half of them padding)
 // 0.122 vs 0.104 and 64 -> 1 0.134 vs 0.126. CONVBANK_CUDA_DECODER_WARPGROUPS=1|2 forces one
 // (A/B runs; read once).
-// The copy-engine-fed variant always runs two (tma_shape()).
+// The copy-engine-fed variant always runs two (tma_shape()), or four in its wide variant.
 template <int kN>
 void launch_cols(const DecArgs& a, const CUtensorMap& map, std::size_t smem, cudaStream_t stream) {
   static const int forced = env_int("CONVBANK_CUDA_DECODER_WARPGROUPS");
