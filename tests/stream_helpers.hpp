@@ -2,6 +2,8 @@
 // over a whole signal, and comparing with the offline forward().
 #pragma once
 
+#include <doctest/doctest.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -116,6 +118,17 @@ convbank::Tensor run_stream(Stream& stream, const convbank::Tensor& x,
   return got.tensor();
 }
 
+// Whether a reflect or replicate layer over `frames` input frames is a streaming case with an
+// offline counterpart: some padding, at least one output, and reflect's rule (PyTorch rejects
+// padding not shorter than the input).
+inline bool copied_padding_case(const convbank::Conv1d& layer, std::int64_t frames) {
+  const convbank::Conv1dOptions& o = layer.options();
+  const std::int64_t pl = layer.padding_left(), pr = layer.padding_right();
+  const std::int64_t span = o.dilation * (o.kernel_size - 1) + 1;
+  if (pl + pr == 0 || frames + pl + pr < span) return false;
+  return o.padding_mode != convbank::PaddingMode::kReflect || (frames > pl && frames > pr);
+}
+
 inline bool bit_equal(const convbank::Tensor& a, const convbank::Tensor& b) {
   return a.shape() == b.shape() &&
          std::memcmp(a.data(), b.data(), static_cast<std::size_t>(a.numel()) * sizeof(float)) == 0;
@@ -129,6 +142,38 @@ inline double relative_l2(const convbank::Tensor& got, const convbank::Tensor& r
     den += static_cast<double>(ref.data()[i]) * ref.data()[i];
   }
   return den == 0 ? std::sqrt(num) : std::sqrt(num / den);
+}
+
+// A reflect stream no longer than its padding has no offline counterpart (forward() throws):
+// flush() refuses; after reset() the stream works again (a 2 -> 3 layer, K 9, reflect padding
+// 4, on `device`).
+inline void check_short_reflect_stream(convbank::Device device, std::mt19937_64& rng) {
+  using convbank::Shape;
+  using convbank::Status;
+  using convbank::Tensor;
+  auto wide = std::make_shared<convbank::Conv1d>(
+      convbank::Conv1dOptions{.in_channels = 2,
+                              .out_channels = 3,
+                              .kernel_size = 9,
+                              .padding = 4,
+                              .padding_mode = convbank::PaddingMode::kReflect});
+  wide->set_weight(random_tensor(Shape{3, 2, 9}, rng, 0.2f));
+  const convbank::Conv1d& layer = *wide;
+  convbank::Conv1dStream stream(wide);
+  stream.prepare(16, 1, device);
+  const Tensor x = random_tensor(Shape{1, 2, 40}, rng);
+  const Tensor short_x = random_tensor(Shape{1, 2, 4}, rng);
+  CHECK_THROWS_AS(layer.forward(short_x), convbank::Error);
+  Tensor out(Shape{1, layer.options().out_channels, 64});
+  std::int64_t n = 0;
+  REQUIRE(stream.process(short_x.view(), out.view(), &n) == Status::kOk);
+  CHECK(n == 0);
+  CHECK(stream.flush(out.view(), &n) == Status::kInvalidArgument);
+  stream.reset();
+  bool ok = false;
+  const Tensor got = run_stream(stream, x, {1, 3, 16, 5, 15}, &ok);
+  CHECK(ok);
+  CHECK(relative_l2(got, layer.forward(x)) <= 1e-6);
 }
 
 }  // namespace stream_test

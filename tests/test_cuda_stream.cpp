@@ -1,6 +1,7 @@
 // Streams prepared for Device::kCuda against the CPU offline forward() of the same layer or
-// chain: random chunk sequences over a grid of layer arguments, the TasNet chain, batches with
-// per-stream reset, and the graph cache (replayed lengths capture nothing new). Relative L2
+// chain: random chunk sequences over a grid of layer arguments (reflect and replicate padding
+// too), the TasNet chain, batches with per-stream reset, and the graph cache (replayed lengths
+// capture nothing new). Relative L2
 // <= 1e-6 (the GPU kernels sum in another order than the CPU).
 #include <doctest/doctest.h>
 
@@ -179,6 +180,55 @@ TEST_CASE("cuda:stream Conv1d equals the CPU offline forward over random chunks 
   }
 }
 
+// Reflect and replicate padding on CUDA: the padding is built on the host from the first and
+// last frames received and copied in with the call's work. Random layers and chunk sequences
+// (padding up to the kernel span and beyond, stride above the span, reflect's left padding held
+// back longer than the kernel's), a stream too short for reflect's rule, and the chain that
+// refuses such a stage on CUDA.
+TEST_CASE("cuda:stream Conv1d with reflect and replicate padding equals the CPU offline forward") {
+  SKIP_WITHOUT_CUDA();
+  using convbank::PaddingMode;
+  std::mt19937_64 rng(20261203);
+  int configs = 0, reflect = 0, held_back = 0;
+  while (configs < 40) {
+    Conv1dOptions o = random_conv_options(rng);
+    o.padding_mode = rng() % 2 == 0 ? PaddingMode::kReflect : PaddingMode::kReplicate;
+    const auto layer = make_conv(o, rng);
+    const std::int64_t pl = layer->padding_left();
+    const std::int64_t span = o.dilation * (o.kernel_size - 1) + 1;
+    const std::int64_t frames = std::uniform_int_distribution<std::int64_t>(1, 400)(rng);
+    if (!stream_test::copied_padding_case(*layer, frames)) continue;
+    const std::int64_t batch = pick<std::int64_t>(rng, {1, 1, 2, 3});
+    const std::int64_t max_frames = pick<std::int64_t>(rng, {1, 2, o.stride, 7, 64, 257});
+    CAPTURE(describe(o));
+    CAPTURE(convbank::to_string(o.padding_mode));
+    CAPTURE(frames);
+    CAPTURE(batch);
+    CAPTURE(max_frames);
+    check_cuda_stream<Conv1d, Conv1dStream>(layer, batch, frames, max_frames, rng);
+    ++configs;
+    reflect += o.padding_mode == PaddingMode::kReflect;
+    held_back += o.padding_mode == PaddingMode::kReflect && pl > span - 1 - pl;
+  }
+  MESSAGE("reflect/replicate configs on CUDA: " << configs << " (reflect " << reflect
+                                                << ", left padding held back " << held_back << ")");
+  CHECK(reflect > 10);
+  CHECK(held_back > 2);
+
+  stream_test::check_short_reflect_stream(Device::kCuda, rng);
+
+  // A chain's stages take their input on the device: such a stage is refused there.
+  const auto reflecting = make_conv({.in_channels = 2,
+                                     .out_channels = 3,
+                                     .kernel_size = 9,
+                                     .padding = 4,
+                                     .padding_mode = PaddingMode::kReflect},
+                                    rng);
+  StreamChain chain;
+  chain.add(reflecting);
+  CHECK_THROWS_AS(chain.prepare(16, 1, Device::kCuda), convbank::Error);
+}
+
 TEST_CASE(
     "cuda:stream ConvTranspose1d equals the CPU offline forward over random chunks and arguments") {
   SKIP_WITHOUT_CUDA();
@@ -353,13 +403,24 @@ TEST_CASE("cuda:stream prepare on CUDA rejects bad arguments and single layers s
 TEST_CASE("cuda:stream FilterBankStream on the GPU equals the CPU stream, every effect") {
   SKIP_WITHOUT_CUDA();
   std::mt19937_64 rng(31);
-  const auto bank = std::make_shared<convbank::FilterBank>(
-      convbank::FilterBank::from_spec("stft:n_fft=512,hop=128"));
   std::normal_distribution<float> d(0.0f, 0.3f);
   Tensor x(Shape{1, 2, 20000});
   for (std::int64_t i = 0; i < x.numel(); ++i) x.data()[i] = d(rng);
-  for (const char* effect : {"none", "gain:0-20=-12", "denoise"}) {
+  // The stft preset's center padding as zeros, and as torch.stft's reflect and replicate.
+  struct Case {
+    const char* spec;
+    const char* effect;
+  };
+  for (const Case k :
+       {Case{"stft:n_fft=512,hop=128", "none"}, Case{"stft:n_fft=512,hop=128", "gain:0-20=-12"},
+        Case{"stft:n_fft=512,hop=128", "denoise"},
+        Case{"stft:n_fft=512,hop=128,pad_mode=reflect", "denoise"},
+        Case{"stft:n_fft=512,hop=128,pad_mode=replicate", "none"}}) {
+    const char* effect = k.effect;
+    CAPTURE(k.spec);
     CAPTURE(effect);
+    const auto bank =
+        std::make_shared<convbank::FilterBank>(convbank::FilterBank::from_spec(k.spec));
     std::vector<float> got[2];
     for (const Device device : {Device::kCpu, Device::kCuda}) {
       convbank::FilterBankStream stream(bank, convbank::make_effect(effect, *bank, 16000));
@@ -387,7 +448,8 @@ TEST_CASE("cuda:stream FilterBankStream on the GPU equals the CPU stream, every 
       num += (got[0][i] - got[1][i]) * double(got[0][i] - got[1][i]);
       den += got[0][i] * double(got[0][i]);
     }
-    MESSAGE(effect, ": relative L2 GPU vs CPU stream ", std::sqrt(num / den));
+    MESSAGE(std::string(k.spec) << ", " << effect << ": relative L2 GPU vs CPU stream "
+                                << std::sqrt(num / den));
     CHECK(std::sqrt(num / den) <= 1e-5);
   }
 }

@@ -37,6 +37,7 @@ using convbank::StreamChain;
 using convbank::Tensor;
 using stream_test::bit_equal;
 using stream_test::chunk_lengths;
+using stream_test::copied_padding_case;
 using stream_test::random_tensor;
 using stream_test::relative_l2;
 using stream_test::run_stream;
@@ -569,11 +570,11 @@ TEST_CASE("stream: chains equal the offline chain") {
   }
 }
 
-// Reflect and replicate padding stream on the CPU: the left padding is filled once the frames it
+// Reflect and replicate padding stream: the left padding is filled once the frames it
 // copies have arrived, the right padding at flush from the last frames kept. Random layers and
 // chunk sequences as above (padding up to the kernel span and beyond, "same" with even kernels,
 // stride above the span), reset(b), the emission rule, a stream too short for reflect's rule,
-// chains, and CUDA's refusal.
+// and chains (CUDA: test_cuda_stream.cpp).
 TEST_CASE("stream: reflect and replicate padding equal offline forward") {
   using convbank::PaddingMode;
   std::mt19937_64 rng(20261202);
@@ -584,11 +585,10 @@ TEST_CASE("stream: reflect and replicate padding equal offline forward") {
     Conv1dOptions o = random_conv_options(rng);
     o.padding_mode = rng() % 2 == 0 ? PaddingMode::kReflect : PaddingMode::kReplicate;
     const auto layer = make_conv(o, rng);
-    const std::int64_t pl = layer->padding_left(), pr = layer->padding_right();
+    const std::int64_t pl = layer->padding_left();
     const std::int64_t span = o.dilation * (o.kernel_size - 1) + 1;
     const std::int64_t frames = std::uniform_int_distribution<std::int64_t>(1, 300)(rng);
-    if (pl + pr == 0 || frames + pl + pr < span) continue;
-    if (o.padding_mode == PaddingMode::kReflect && (frames <= pl || frames <= pr)) continue;
+    if (!copied_padding_case(*layer, frames)) continue;
     const std::int64_t batch = pick<std::int64_t>(rng, {1, 1, 2, 3});
     const std::int64_t max_frames =
         std::max<std::int64_t>(1, pick<std::int64_t>(rng, {1, 2, o.stride, 7, 16, 64, 257}));
@@ -648,30 +648,7 @@ TEST_CASE("stream: reflect and replicate padding equal offline forward") {
                                           direct_shape(o), rng);
   }
 
-  // A reflect stream no longer than its padding has no offline counterpart (forward() throws):
-  // flush() refuses; after reset() the stream works again.
-  const auto wide = make_conv({.in_channels = 2,
-                               .out_channels = 3,
-                               .kernel_size = 9,
-                               .padding = 4,
-                               .padding_mode = PaddingMode::kReflect},
-                              rng);
-  Conv1dStream stream(wide);
-  stream.prepare(16);
-  const Tensor x = random_tensor(Shape{1, 2, 40}, rng);
-  const Tensor short_x = random_tensor(Shape{1, 2, 4}, rng);
-  CHECK_THROWS_AS(wide->forward(short_x), convbank::Error);
-  Tensor out(Shape{1, 3, 64});
-  std::int64_t n = 0;
-  REQUIRE(stream.process(short_x.view(), out.view(), &n) == Status::kOk);
-  CHECK(n == 0);
-  CHECK(stream.flush(out.view(), &n) == Status::kInvalidArgument);
-  stream.reset();
-  bool ok = false;
-  const Tensor got = run_stream(stream, x, {1, 3, 16, 5, 15}, &ok);
-  CHECK(ok);
-  CHECK(relative_l2(got, wide->forward(x)) <= kTolerance);
-  CHECK_THROWS_AS(stream.prepare(8, 1, convbank::Device::kCuda), convbank::Error);
+  stream_test::check_short_reflect_stream(convbank::Device::kCpu, rng);
 
   // In a chain: a reflect encoder, a decoder, a replicate smoother.
   const auto a = make_conv({.in_channels = 2,
@@ -696,6 +673,7 @@ TEST_CASE("stream: reflect and replicate padding equal offline forward") {
   const Tensor xc = random_tensor(Shape{2, 2, 901}, rng);
   const Tensor expected = c->forward(b->forward(a->forward(xc)));
   for (int round = 0; round < 2; ++round) {
+    bool ok = false;
     const Tensor chained = run_stream(chain, xc, chunk_lengths(901, 33, 4, rng), &ok);
     CHECK(ok);
     REQUIRE(chained.shape() == expected.shape());

@@ -293,7 +293,7 @@ void add_common_options(CLI::App* sub, LayerArgs& a, const char* weight_layout) 
                   "Stream the input through the layer's stream API instead of one forward(): "
                   "chunks of N frames, or 'random:SEED:MIN:MAX' for seeded random lengths in "
                   "[MIN, MAX]; then flush. The output equals the offline one (zeros, reflect or "
-                  "replicate padding; reflect/replicate on the CPU only)");
+                  "replicate padding)");
 }
 
 }  // namespace

@@ -39,13 +39,13 @@
 //     (multiplied by the product of the strides of the Conv1d stages before it and divided by
 //     those of the ConvTranspose1d stages, rounded up).
 //
-// Padding modes: zeros, reflect and replicate stream (reflect and replicate on the CPU only: the
-// left padding is filled when the frames it copies have arrived, the right padding at flush
-// from the last frames, which the stream keeps). Circular padding fills the start from the far
-// end of the whole signal, so the constructor throws Error. With reflect padding an output also
-// waits for input frame padding_left: latency_frames() = max(dilation * (kernel_size - 1) -
-// padding_left, padding_left), and a stream no longer than its padding (PyTorch rejects such an
-// input) gets kInvalidArgument from flush().
+// Padding modes: zeros, reflect and replicate stream (reflect and replicate: the left padding is
+// filled when the frames it copies have arrived, the right padding at flush from the last
+// frames, which the stream keeps; on CUDA in a Conv1dStream of its own, not in a StreamChain).
+// Circular padding fills the start from the far end of the whole signal, so the constructor throws
+// Error. With reflect padding an output also waits for input frame padding_left: latency_frames() =
+// max(dilation * (kernel_size - 1) - padding_left, padding_left), and a stream no longer than its
+// padding (PyTorch rejects such an input) gets kInvalidArgument from flush().
 //
 // Devices: prepare(..., Device::kCuda) runs the stream on the GPU while process()/flush()
 // still take and return host buffers: prepare allocates the device history and output buffers,
@@ -80,8 +80,8 @@ class Conv1dStream {
   Conv1dStream& operator=(Conv1dStream&&) noexcept;
 
   // Allocates the state and workspace for chunks of 1..max_frames frames of `batch`
-  // independent streams, and resets. Throws Error on bad arguments, for Device::kCuda without a
-  // CUDA device, and for Device::kCuda with reflect or replicate padding (CPU only).
+  // independent streams, and resets. Throws Error on bad arguments and for Device::kCuda
+  // without a CUDA device.
   void prepare(std::int64_t max_frames, std::int64_t batch = 1, Device device = Device::kCpu);
   bool prepared() const noexcept;
   std::int64_t max_frames() const noexcept;

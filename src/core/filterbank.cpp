@@ -217,7 +217,7 @@ FilterBank FilterBank::from_spec(std::string_view text, const FilterBankSource& 
     o.window = presets::parse_window(spec.text("window", "hann"), "stft window");
     o.center = spec.flag("center", true);
     // How center pads the signal, by torch.stft's names: constant (zeros, convbank's default),
-    // or reflect (torch.stft's default) and replicate, which streams take on the CPU only.
+    // or reflect (torch.stft's default) and replicate.
     const std::string pad_mode = spec.text("pad_mode", "constant");
     const PaddingMode mode = pad_mode == "constant"
                                  ? PaddingMode::kZeros

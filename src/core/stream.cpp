@@ -340,11 +340,14 @@ void warm_up_lengths(Stream& st, const char* who, const std::vector<std::int64_t
 // reset, right padding is appended by flush, so the backend sees no padding at all and output
 // frame t reads buffer frames t' * stride + k * dilation, exactly as offline.
 //
-// Reflect and replicate padding (CPU): the left padding's slots are filled once the frames they
-// copy have arrived (frames 1..padding_left for reflect, frame 0 for replicate); until then no
-// output is computed. The last frames the right padding copies (padding_right + 1 for reflect,
-// 1 for replicate) are kept in `tail`, as the history may have dropped them (stride), and flush
-// appends the padding built from them.
+// Reflect and replicate padding: the left padding's slots are filled once the frames they copy
+// have arrived (frames 1..padding_left for reflect, frame 0 for replicate); until then no output
+// is computed. The last frames the right padding copies (padding_right + 1 for reflect, 1 for
+// replicate) are kept in `tail`, as the history may have dropped them (stride), and flush
+// appends the padding built from them. On CUDA the input arrives through the host, so the
+// padding is built there too: from `head` (the first frames received) and `tail`, into the
+// pinned staging, and copied into the device history with the call's other work. A chain's
+// stages take their input on the device, so there only a Conv1dStream of its own pads this way.
 
 struct Conv1dStream::State {
   std::shared_ptr<const Conv1d> layer;
@@ -356,6 +359,7 @@ struct Conv1dStream::State {
   bool left_pending = false;               // the left padding still waits for the frames it copies
   Tensor tail;   // (batch, in_channels, keep): the last frames received, newest last
   Tensor right;  // (batch, in_channels, pad_right): flush's right padding
+  Tensor head;   // CUDA: (batch, in_channels, left_needs()): the first frames received
   std::int64_t max_frames = 0;
   std::int64_t capacity = 0;
   Tensor buffer;              // (batch, in_channels, capacity)
@@ -384,13 +388,20 @@ struct Conv1dStream::State {
   std::int64_t waiting_max() const {
     return std::max(pad_left + (mode == PaddingMode::kReflect ? pad_left : 0), span - 1);
   }
+  // CUDA: frames per row of the pinned input staging: a chunk, then the left padding built on
+  // the host (at a fixed place, so that the calls that fill it replay one graph); or flush's
+  // right padding.
+  std::int64_t staged_frames() const {
+    return copies_padding() ? std::max(max_frames + pad_left, pad_right) : max_frames;
+  }
 
   // Allocates for chunks of 1..frames frames, on the host (rt == nullptr) or the device.
   void allocate(std::int64_t frames, std::int64_t batch, CudaRuntime* rt) {
-    if (rt != nullptr && copies_padding()) {
+    if (rt != nullptr && copies_padding() && rt != own_rt.get()) {
       throw Error("Conv1dStream: padding_mode '" + to_string(mode) +
-                  "' streams on the CPU only (Device::kCpu); on CUDA use padding_mode zeros, or "
-                  "forward() on the whole signal");
+                  "' streams on CUDA in a Conv1dStream of its own, not in a StreamChain prepared "
+                  "for CUDA (its stages take their input on the device); use padding_mode zeros "
+                  "in the chain, or prepare the chain for the CPU");
     }
     max_frames = frames;
     p.batch = batch;
@@ -403,17 +414,21 @@ struct Conv1dStream::State {
       buffer = Tensor::zeros(shape);
       workspace = Tensor::zeros(
           Shape{1, 1, std::max<std::int64_t>(1, detail::cpu::conv1d_workspace_floats(p))});
-      tail = copies_padding() ? Tensor::zeros(Shape{batch, p.in_channels, keep()}) : Tensor();
-      right = copies_padding() && pad_right > 0
-                  ? Tensor::zeros(Shape{batch, p.in_channels, pad_right})
-                  : Tensor();
+      head = Tensor();
     } else {
       buffer = Tensor();
       workspace = Tensor();
+      head = copies_padding() && pad_left > 0
+                 ? Tensor::zeros(Shape{batch, p.in_channels, left_needs()})
+                 : Tensor();
       const std::int64_t out_frames = std::max<std::int64_t>(
           1, outputs_for(waiting_max() + frames) + outputs_for(waiting_max() + pad_right));
       dev.allocate(*layer, shape, Shape{batch, p.out_channels, out_frames});
     }
+    tail = copies_padding() ? Tensor::zeros(Shape{batch, p.in_channels, keep()}) : Tensor();
+    right = copies_padding() && pad_right > 0
+                ? Tensor::zeros(Shape{batch, p.in_channels, pad_right})
+                : Tensor();
   }
 
   // Appends `count` frames of `src` from `first` and emits every output frame they complete
@@ -421,14 +436,21 @@ struct Conv1dStream::State {
   std::int64_t run(const Source& src, std::int64_t first, std::int64_t count,
                    TensorView<float> out) noexcept {
     // finish() appends the right padding with `finished` set: the padding is not signal.
-    if (copies_padding() && !finished) remember_tail(src.view, first, count);
+    if (copies_padding() && !finished) {
+      remember_tail(src.view, first, count);
+      if (left_pending && !head.empty()) remember_head(src.view, first, count);
+    }
     const std::int64_t drop = std::min(skip, count);
     skip -= drop;
     hist.append(src, first + drop, count - drop, buffered);
     buffered += count - drop;
     if (left_pending) {
       if (received < left_needs()) return 0;
-      fill_left();
+      if (hist.rt == nullptr) {
+        fill_left();
+      } else {
+        fill_left_device();
+      }
     }
     const std::int64_t produced = outputs_for(buffered);
     if (produced == 0) return 0;
@@ -465,8 +487,8 @@ struct Conv1dStream::State {
     return produced;
   }
 
-  // Keeps the last `keep` of the frames received so far (host views: copies_padding() streams
-  // run on the CPU).
+  // Keeps the last `keep` of the frames received so far (host views: the caller's on the CPU,
+  // the pinned staging on CUDA).
   void remember_tail(TensorView<const float> in, std::int64_t first, std::int64_t count) noexcept {
     const std::int64_t keep = this->keep(), fresh = std::min(count, keep);
     TensorView<float> t = tail.view();
@@ -478,6 +500,12 @@ struct Conv1dStream::State {
                     static_cast<std::size_t>(fresh) * sizeof(float));
       }
     }
+  }
+  // CUDA: keeps the frames of the chunk just received (the last `count` of `received`) that are
+  // among the first left_needs().
+  void remember_head(TensorView<const float> in, std::int64_t first, std::int64_t count) noexcept {
+    const std::int64_t from = received - count;
+    append_rows(head, in, first, std::min(count, left_needs() - from), from);
   }
   // The left padding from the received frames at buffer[pad_left...], as F.pad fills it.
   void fill_left() noexcept {
@@ -491,6 +519,25 @@ struct Conv1dStream::State {
         }
       }
     }
+  }
+  // CUDA: the left padding built from `head` in the pinned staging past the largest chunk, and
+  // copied into the history's first pad_left frames (no output has consumed them yet).
+  void fill_left_device() noexcept {
+    left_pending = false;
+    const std::int64_t rows = p.batch * p.in_channels;
+    float* pad = hist.rt->pinned_in() + rows * max_frames;
+    const TensorView<const float> h = head.view();
+    for (std::int64_t b = 0; b < p.batch; ++b) {
+      for (std::int64_t c = 0; c < p.in_channels; ++c) {
+        const float* first = h.channel(b, c);
+        float* row = pad + (b * p.in_channels + c) * pad_left;
+        for (std::int64_t j = 1; j <= pad_left; ++j) {
+          row[pad_left - j] = mode == PaddingMode::kReflect ? first[j] : first[0];
+        }
+      }
+    }
+    hist.rt->push(
+        copy_op(dev.buffer(), capacity, pad, pad_left, pad_left, rows, CopyKind::kHostToDevice));
   }
   // The right padding from the last frames received, as F.pad fills it.
   void fill_right() noexcept {
@@ -529,7 +576,13 @@ struct Conv1dStream::State {
     if (expected <= 0) return 0;
     if (!copies_padding() || pad_right == 0) return run(Source{}, 0, pad_right, out);
     fill_right();
-    return run(Source{right.view()}, 0, pad_right, out);
+    if (hist.rt == nullptr) return run(Source{right.view()}, 0, pad_right, out);
+    // CUDA: through the pinned staging, which a flush has to itself.
+    float* pinned = hist.rt->pinned_in();
+    pack_rows(right.view(), pinned);
+    const TensorView<const float> staged(pinned, right.shape(), p.in_channels * pad_right,
+                                         pad_right);
+    return run(Source{staged, CopyKind::kHostToDevice}, 0, pad_right, out);
   }
 };
 
@@ -569,7 +622,7 @@ void Conv1dStream::prepare(std::int64_t max_frames, std::int64_t batch, Device d
   if (device == Device::kCuda) s.own_rt = std::make_unique<CudaRuntime>(8, 2 * (batch + 1));
   s.allocate(max_frames, batch, s.own_rt.get());
   if (s.own_rt) {
-    s.own_rt->open(static_cast<std::size_t>(batch * s.p.in_channels * max_frames),
+    s.own_rt->open(static_cast<std::size_t>(batch * s.p.in_channels * s.staged_frames()),
                    static_cast<std::size_t>(s.dev.out.numel()));
   }
   reset();
@@ -683,6 +736,7 @@ Status Conv1dStream::reset(std::int64_t batch_index) noexcept {
   if (!prepared() || batch_index < 0 || batch_index >= s.p.batch) return Status::kInvalidArgument;
   s.hist.zero(batch_index, batch_index + 1, 0, s.buffered);
   if (s.copies_padding()) zero_rows(s.tail, batch_index, batch_index + 1, 0, s.keep());
+  if (!s.head.empty()) zero_rows(s.head, batch_index, batch_index + 1, 0, s.left_needs());
   return Status::kOk;
 }
 
