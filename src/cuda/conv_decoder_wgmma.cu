@@ -13,7 +13,8 @@
 // meet in PyTorch's formula (padding taps up to a multiple of s would: Inf x 0).
 //
 // A tile is 128 rows of P (two m64 wgmma tiles) over the whole reduction, computed by one
-// warpgroup, or by two of one m64 tile each where the reduction is long (launch_cols()):
+// warpgroup, or by two of one m64 tile each where the reduction is long (launch_cols()), or, in
+// the copy-engine-fed wide variant, up to 248 of 256 rows by four (kWG below):
 //   A (activations) is loaded from global memory straight into the thread's fragment
 //     registers. Fragment row g + 8h of warp w's 16 in m-tile m of its warpgroup's kM is frame
 //     64 kM wg + 16 kM w + 16m + 8h + g (any row permutation works: the accumulators carry the
