@@ -189,6 +189,23 @@ void check_stream_against_offline(const std::shared_ptr<Layer>& layer, std::int6
   tally.gemm += !exact;
 }
 
+// Runs a prepared chain over x `rounds` times in random chunks of at most max_frames (reset
+// between), each against the offline `expected`.
+void check_chain_rounds(StreamChain& chain, const Tensor& x, const Tensor& expected,
+                        std::int64_t max_frames, std::int64_t stride, int rounds,
+                        std::mt19937_64& rng) {
+  for (int round = 0; round < rounds; ++round) {
+    CAPTURE(round);
+    bool ok = false;
+    const Tensor got =
+        run_stream(chain, x, chunk_lengths(x.shape().frames, max_frames, stride, rng), &ok);
+    CHECK(ok);
+    REQUIRE(got.shape() == expected.shape());
+    CHECK(relative_l2(got, expected) <= kTolerance);
+    chain.reset();
+  }
+}
+
 }  // namespace
 
 TEST_CASE("stream: Conv1d equals offline forward over random chunks and layer arguments") {
@@ -559,14 +576,7 @@ TEST_CASE("stream: chains equal the offline chain") {
     const Tensor x = random_tensor(Shape{1, 3, 1000}, rng);
     const Tensor expected = c->forward(b->forward(a->forward(x)));
     chain.prepare(97);
-    for (int round = 0; round < 3; ++round) {
-      bool ok = false;
-      const Tensor got = run_stream(chain, x, chunk_lengths(1000, 97, 3, rng), &ok);
-      CHECK(ok);
-      REQUIRE(got.shape() == expected.shape());
-      CHECK(relative_l2(got, expected) <= kTolerance);
-      chain.reset();
-    }
+    check_chain_rounds(chain, x, expected, 97, 3, 3, rng);
   }
 }
 
@@ -672,14 +682,7 @@ TEST_CASE("stream: reflect and replicate padding equal offline forward") {
   chain.prepare(33, 2);
   const Tensor xc = random_tensor(Shape{2, 2, 901}, rng);
   const Tensor expected = c->forward(b->forward(a->forward(xc)));
-  for (int round = 0; round < 2; ++round) {
-    bool ok = false;
-    const Tensor chained = run_stream(chain, xc, chunk_lengths(901, 33, 4, rng), &ok);
-    CHECK(ok);
-    REQUIRE(chained.shape() == expected.shape());
-    CHECK(relative_l2(chained, expected) <= kTolerance);
-    chain.reset();
-  }
+  check_chain_rounds(chain, xc, expected, 33, 4, 2, rng);
 }
 
 TEST_CASE("stream: precondition violations return kInvalidArgument and change nothing") {

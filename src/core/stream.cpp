@@ -507,16 +507,20 @@ struct Conv1dStream::State {
     const std::int64_t from = received - count;
     append_rows(head, in, first, std::min(count, left_needs() - from), from);
   }
-  // The left padding from the received frames at buffer[pad_left...], as F.pad fills it.
+  // One row's left padding dst[0 .. pad_left) from its first frames, as F.pad fills it.
+  void left_pad_row(const float* first, float* dst) const noexcept {
+    for (std::int64_t j = 1; j <= pad_left; ++j) {
+      dst[pad_left - j] = mode == PaddingMode::kReflect ? first[j] : first[0];
+    }
+  }
+  // The left padding from the received frames at buffer[pad_left...].
   void fill_left() noexcept {
     left_pending = false;
     TensorView<float> v = buffer.view();
     for (std::int64_t b = 0; b < v.batch(); ++b) {
       for (std::int64_t c = 0; c < v.channels(); ++c) {
         float* row = v.channel(b, c);
-        for (std::int64_t j = 1; j <= pad_left; ++j) {
-          row[pad_left - j] = mode == PaddingMode::kReflect ? row[pad_left + j] : row[pad_left];
-        }
+        left_pad_row(row + pad_left, row);
       }
     }
   }
@@ -529,11 +533,7 @@ struct Conv1dStream::State {
     const TensorView<const float> h = head.view();
     for (std::int64_t b = 0; b < p.batch; ++b) {
       for (std::int64_t c = 0; c < p.in_channels; ++c) {
-        const float* first = h.channel(b, c);
-        float* row = pad + (b * p.in_channels + c) * pad_left;
-        for (std::int64_t j = 1; j <= pad_left; ++j) {
-          row[pad_left - j] = mode == PaddingMode::kReflect ? first[j] : first[0];
-        }
+        left_pad_row(h.channel(b, c), pad + (b * p.in_channels + c) * pad_left);
       }
     }
     hist.rt->push(
