@@ -10,6 +10,8 @@
 //          frames apart (the encoder's pattern), or the tile staged in a ring in shared memory
 //          and written as whole 128-byte lines, the row's unfinished last line carried into the
 //          next tile, by the copy engine (cp.async.bulk) or by 16-byte stores.
+//          Also blocks of 8-64 rows whose warps split a row's frames (log step 99's probe): fewer
+//          rows written at a time, longer runs per row.
 //   read   How fast does the copy engine read dec_tasnet's input (16 x 512 rows of 16383 floats)
 //          into a ring of stages, as the tensor-core decoder's producer does (bulk tensor copies
 //          of "quad rows", 4 channels 16-byte aligned together), with no consumer work: the
@@ -246,6 +248,32 @@ __global__ void __launch_bounds__(256, 4) store_probe(StoreArgs a) {
   }
   if constexpr (kMode == 1) {
     if (lane < kRows) asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory");
+  }
+}
+
+// R rows per block: R / 8 warps across rows, 64 / R warps along time, so that a block step
+// writes R rows x (8192 / R) frames; a block walks `seg_tiles` such steps of its rows.
+template <int R>
+__global__ void __launch_bounds__(256, 4) store_rows_probe(StoreArgs a) {
+  constexpr int kWt = 64 / R;  // warps along time
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const long item = blockIdx.x;
+  const long rt = item / a.segs;
+  const int seg = static_cast<int>(item - rt * a.segs);
+  const long row0 = rt * R + (warp / kWt) * kRows;
+  const long step = long{kWt} * kTile;
+  const long t_begin = long{seg} * a.seg_tiles * step + (warp % kWt) * kTile;
+  const long t_end = min(a.frames, long{seg + 1} * a.seg_tiles * step);
+  for (long T = t_begin; T < t_end; T += step) {
+#pragma unroll
+    for (int c = 0; c < kRows; ++c) {
+      float* yr = a.y + (row0 + c) * a.frames;
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        const long f = T + lane + 32 * j;
+        if (f < t_end) yr[f] = value(row0 + c, f);
+      }
+    }
   }
 }
 
@@ -487,6 +515,21 @@ int main(int argc, char** argv) {
     const char* names[3] = {"4-byte words, frames lane + 32 j", "ring, copy engine lines",
                             "ring, 16-byte stores of lines"};
     std::vector<float> host(n);
+    // Runs a pattern once on a poisoned output and counts the values it did not write right.
+    auto wrong_values = [&](const auto& run) {
+      CHECK(cudaMemset(y, 0xff, bytes));
+      run();
+      CHECK(cudaDeviceSynchronize());
+      CHECK(cudaMemcpy(host.data(), y, bytes, cudaMemcpyDeviceToHost));
+      long bad = 0;
+      for (long r = 0; r < rows; ++r) {
+        for (long f = 0; f < frames; ++f) {
+          const float want = static_cast<float>(f) + 0.25f * static_cast<float>(r & 1023);
+          bad += host[r * frames + f] != want;
+        }
+      }
+      return bad;
+    };
     for (int segs : {1, 2, 4, 8}) {
       StoreArgs a{y, rows, frames, segs, static_cast<int>((t_tiles + segs - 1) / segs)};
       const long blocks = rows / 64 * segs;
@@ -496,21 +539,31 @@ int main(int argc, char** argv) {
           if (mode == 1) store_probe<1><<<blocks, 256, smem>>>(a);
           if (mode == 2) store_probe<2><<<blocks, 256, smem>>>(a);
         };
-        CHECK(cudaMemset(y, 0xff, bytes));
-        run();
-        CHECK(cudaDeviceSynchronize());
-        CHECK(cudaMemcpy(host.data(), y, bytes, cudaMemcpyDeviceToHost));
-        long bad = 0;
-        for (long r = 0; r < rows; ++r) {
-          for (long f = 0; f < frames; ++f) {
-            const float want = static_cast<float>(f) + 0.25f * static_cast<float>(r & 1023);
-            bad += host[r * frames + f] != want;
-          }
-        }
+        const long bad = wrong_values(run);
         const float ms = median_ms(run);
         std::printf("| %s, %d runs per row (%ld blocks) | %.3f | %.2f |%s\n", names[mode], segs,
                     blocks, ms, bytes / ms * 1e-9, bad ? " WRONG" : "");
         if (bad) std::printf("  %ld wrong values\n", bad);
+      }
+    }
+    // Fewer rows per block, warps along time (the encoder's 4-byte pattern otherwise).
+    for (int rows_per_block : {8, 16, 32, 64}) {
+      const long step = 8192 / rows_per_block;
+      const long steps = (frames + step - 1) / step;
+      for (int segs : {1, 2, 4}) {
+        StoreArgs a{y, rows, frames, segs, static_cast<int>((steps + segs - 1) / segs)};
+        const long blocks = rows / rows_per_block * segs;
+        auto run = [&] {
+          if (rows_per_block == 8) store_rows_probe<8><<<blocks, 256>>>(a);
+          if (rows_per_block == 16) store_rows_probe<16><<<blocks, 256>>>(a);
+          if (rows_per_block == 32) store_rows_probe<32><<<blocks, 256>>>(a);
+          if (rows_per_block == 64) store_rows_probe<64><<<blocks, 256>>>(a);
+        };
+        const long bad = wrong_values(run);
+        const float ms = median_ms(run);
+        std::printf(
+            "| 4-byte words, %d rows per block, %d runs per row (%ld blocks) | %.3f | %.2f |%s\n",
+            rows_per_block, segs, blocks, ms, bytes / ms * 1e-9, bad ? " WRONG" : "");
       }
     }
     CHECK(cudaFree(y));

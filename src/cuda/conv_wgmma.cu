@@ -109,9 +109,10 @@ struct WgArgs {
                                       // = __umulhi(i, span_div) for the indices used here
   bool x_vec;                         // input rows 16-byte aligned: 16-byte copies
   bool y_vec2;                        // output rows 8-byte aligned: 8-byte stores of two frames
-  // SS kernel, 3xFP16: the producer's maximum pass reads 4 frames per 16-byte load where the
-  // copied rows allow it (CONVBANK_CUDA_SS_MAX_VEC=0 turns that off, for A/B runs).
-  bool max_vec;
+  // SS kernel, 3xFP16: the split takes the scale its chunk had last time and checks it against
+  // the maximum it finds on the way, splitting again only where that scale no longer fits
+  // (CONVBANK_CUDA_SS_MAX_GUESS=0: every job finds its maximum first, two passes; A/B runs).
+  bool max_guess;
   // SS kernel: the copied input's row pitch and ceil(2^32 / (raw_pitch / 4)). Without x_vec
   // (rows of odd length start anywhere) each row is copied in 16-byte pieces from the aligned
   // address at or below its first frame, e frames early (e < 4, per row), and read e frames on:
@@ -703,6 +704,8 @@ __host__ __device__ constexpr int ss_block_frames(int co_tile) {
 constexpr int kBarFull = 1, kBarEmpty = kBarFull + kSsStages, kBarProducer = kBarEmpty + kSsStages,
               kBarConsumer = kBarProducer + 1;
 constexpr int kTmaNone = 0, kTmaRows = 1, kTmaQuads = 2;
+// The SS kernel's 3xFP16 producer: a chunk index with no input scale yet.
+constexpr int kNoExp = 1 << 20;
 
 // kD2s: a strided ConvTranspose1d as one depth-to-space convolution (WgArgs::d2s); a template
 // flag so that the other convolutions' epilogue is untouched. kSectors: the epilogue for output
@@ -738,6 +741,9 @@ __global__ void __launch_bounds__(kSsThreads, 1)
   const std::uint32_t rbar = wbar + 8 * kStages;
   float* const job_scale = raw + 2 * raw_plane + 2 * (kStages + 2);
   std::uint32_t* const warp_max = reinterpret_cast<std::uint32_t*>(job_scale + kStages);
+  // kHalf: the input scale's exponent each chunk index (mod 8) had last, for the producer's
+  // split (the 16 floats after the barriers hold these, the scales and warp_max).
+  int* const chunk_exp = reinterpret_cast<int*>(warp_max + 4);
   const int wg = threadIdx.x >> 7, tid = threadIdx.x & 127;
   const std::int64_t tiles = a.t_tiles * a.n_tiles;
   const std::int64_t items = a.bg_count * tiles;
@@ -828,6 +834,10 @@ __global__ void __launch_bounds__(kSsThreads, 1)
       return false;
     };
     bool tma = copy_input(t, 0, 0);
+    if constexpr (kHalf) {
+      // No scale yet: every chunk's first split finds its maximum and splits again.
+      if (tid < 8) chunk_exp[tid] = kNoExp;
+    }
     std::uint32_t phases = 0;  // bit k: the parity of copy buffer k's barrier's next phase
     cp_async_commit();
     for (std::int64_t j = 0; j < jobs; ++j) {
@@ -874,81 +884,65 @@ __global__ void __launch_bounds__(kSsThreads, 1)
 #pragma unroll
       for (int u = 0; u < 4; ++u) base[u] = u * row_step + ((lead0 + u * lead_step) & 3);
       if constexpr (kHalf) {
-        // Rows 8 grp + u: rows 4 (2 grp) + u and 4 (2 grp + 1) + u of the layout above. First the
-        // job's largest magnitude over the frames the consumers read (a value in the others, the
-        // alignment frames, belongs to a neighbouring tile and must not scale this one's away),
-        // then the split of the values scaled by 2^e. fmaxf passes over NaN: a NaN input stays
-        // NaN through the split and makes the outputs whose windows hold it NaN, as in 3xTF32.
+        // Rows 8 grp + u: rows 4 (2 grp) + u and 4 (2 grp + 1) + u of the layout above. The
+        // values are scaled by 2^e: e is the scale this chunk index had last (its largest
+        // magnitude then in [2^14, 2^15)), kept where the job's largest magnitude lands in
+        // [2^12, 2^15) with it (fp16 holds values below 2^16; the two spare bits at the bottom
+        // cost nothing measurable, log step 99 in docs/performance.md). Otherwise (the chunk's
+        // first job, or its magnitude moved) the split runs again with the scale this job's
+        // maximum gives, each thread over the same rows. The maximum is taken over the frames
+        // the consumers read only: a value in the others, the alignment frames, belongs to a
+        // neighbouring tile and must not scale this one's away. fmaxf passes over NaN: a NaN
+        // input stays NaN through the split and makes the outputs whose windows hold it NaN, as
+        // in 3xTF32. One copy of the loop: a second (a maximum pass before the split) made the
+        // whole kernel 5-10 % slower.
         const int n8 = b_plane / 4;  // 16-byte rows: (8-channel group, frame)
         const int f_lo = t.shift, f_hi = t.shift + kFrames + (a.taps - 1) * a.dilation;
-        float mf = 0.0f;
-        // Where every copied row starts on a 16-byte boundary (no leads), a thread takes 4
-        // frames of its 8 rows with 16-byte loads: a quarter of the load instructions and of the
-        // index arithmetic. span is a multiple of 4, so 4 frames never straddle two groups. The
-        // maximum is the same value either way (fmaxf's order does not matter, NaN included).
-        const bool vec4 = a.max_vec && lead0 == 0 && lead_step == 0 &&
-                          ((smem_addr(r) & 15) | (grp_step & 3) | (row_step & 3)) == 0;
-        if (vec4) {
-          auto max4 = [](float m, const float* p) {
-            const float4 v = *reinterpret_cast<const float4*>(p);
-            return fmaxf(m, fmaxf(fmaxf(fabsf(v.x), fabsf(v.y)), fmaxf(fabsf(v.z), fabsf(v.w))));
-          };
-          for (int i = tid; i < n8 / 4; i += 128) {
-            const int grp = static_cast<int>(__umulhi(4 * i, a.span_div)), f = 4 * i - grp * a.span;
-            const float* rg = r + 2 * grp * grp_step + f;
-            if (f >= f_lo && f + 4 <= f_hi) {
-#pragma unroll
-              for (int u = 0; u < 4; ++u) {
-                mf = max4(mf, rg + base[u]);
-                mf = max4(mf, rg + grp_step + base[u]);
-              }
-            } else {
-              for (int k = 0; k < 4; ++k) {
-                if (f + k < f_lo || f + k >= f_hi) continue;
-#pragma unroll
-                for (int u = 0; u < 4; ++u) {
-                  mf = fmaxf(mf, fabsf(rg[k + base[u]]));
-                  mf = fmaxf(mf, fabsf(rg[k + grp_step + base[u]]));
-                }
-              }
-            }
-          }
-        } else {
+        int e = a.max_guess ? chunk_exp[c & 7] : kNoExp;
+        float xs = e == kNoExp ? 1.0f : exp2_int(e);
+        for (bool check = true;; check = false) {
+          float mf = 0.0f;
           for (int i = tid; i < n8; i += 128) {
             const int grp = static_cast<int>(__umulhi(i, a.span_div)), f = i - grp * a.span;
-            if (f < f_lo || f >= f_hi) continue;
             const float* rg = r + 2 * grp * grp_step + f;
+            float v[8];
 #pragma unroll
             for (int u = 0; u < 4; ++u) {
-              mf = fmaxf(mf, fabsf(rg[base[u]]));
-              mf = fmaxf(mf, fabsf(rg[grp_step + base[u]]));
+              v[u] = rg[base[u]];
+              v[4 + u] = rg[grp_step + base[u]];
             }
-          }
-        }
-        // Non-negative floats order like their bits.
-        std::uint32_t m = __reduce_max_sync(0xffffffffu, __float_as_uint(mf));
-        if ((tid & 31) == 0) warp_max[tid >> 5] = m;
-        bar_sync(kBarProducer, 128);
-        m = max(max(warp_max[0], warp_max[1]), max(warp_max[2], warp_max[3]));
-        const int e = pow2_scale_exponent(m, 14);
-        // An Inf among them: every value NaN, so that every output of the tile is and the
-        // consumers' fallback computes the tile with the direct formula (scaled by Inf, the
-        // tile's finite values would vanish, also in outputs whose windows do not hold the Inf).
-        const float xs = m >= 0x7f800000u ? __uint_as_float(0x7fc00000u) : exp2_int(e);
-        if (tid == 0) job_scale[s] = exp2_int(-(e + 11));
-        for (int i = tid; i < n8; i += 128) {
-          const int grp = static_cast<int>(__umulhi(i, a.span_div)), f = i - grp * a.span;
-          const float* rg = r + 2 * grp * grp_step + f;
-          std::uint32_t hi[4], lo[4];
+            if (f >= f_lo && f < f_hi) {
 #pragma unroll
-          for (int u = 0; u < 4; u += 2) {
-            split_f16x2(rg[base[u]] * xs, rg[base[u + 1]] * xs, hi[u / 2], lo[u / 2]);
-            split_f16x2(rg[grp_step + base[u]] * xs, rg[grp_step + base[u + 1]] * xs, hi[2 + u / 2],
-                        lo[2 + u / 2]);
+              for (int u = 0; u < 8; ++u) mf = fmaxf(mf, fabsf(v[u]));
+            }
+            std::uint32_t hi[4], lo[4];
+#pragma unroll
+            for (int u = 0; u < 4; ++u) split_f16x2(v[2 * u] * xs, v[2 * u + 1] * xs, hi[u], lo[u]);
+            big[i] = make_uint4(hi[0], hi[1], hi[2], hi[3]);
+            small[i] = make_uint4(lo[0], lo[1], lo[2], lo[3]);
           }
-          big[i] = make_uint4(hi[0], hi[1], hi[2], hi[3]);
-          small[i] = make_uint4(lo[0], lo[1], lo[2], lo[3]);
+          if (!check) break;
+          // Non-negative floats order like their bits.
+          std::uint32_t m = __reduce_max_sync(0xffffffffu, __float_as_uint(mf));
+          if ((tid & 31) == 0) warp_max[tid >> 5] = m;
+          bar_sync(kBarProducer, 128);
+          m = max(max(warp_max[0], warp_max[1]), max(warp_max[2], warp_max[3]));
+          const int em = pow2_scale_exponent(m, 14);
+          if (m >= 0x7f800000u) {
+            // An Inf among them: every value NaN, so that every output of the tile is and the
+            // consumers' fallback computes the tile with the direct formula (scaled by Inf, the
+            // tile's finite values would vanish, also in outputs whose windows do not hold it).
+            e = em;
+            xs = __uint_as_float(0x7fc00000u);
+          } else if (e == kNoExp || e < em - 2 || e > em) {
+            e = em - 1;  // the middle of the window: the next job's maximum may move either way
+            xs = exp2_int(e);
+            if (tid == 0) chunk_exp[c & 7] = e;
+          } else {
+            break;
+          }
         }
+        if (tid == 0) job_scale[s] = exp2_int(-(e + 11));
       } else {
         for (int i = tid; i < b_plane / 4; i += 128) {
           const int grp = static_cast<int>(__umulhi(i, a.span_div)), f = i - grp * a.span;
@@ -1321,14 +1315,17 @@ SsGeometry ss_plan(int co_tile, int taps, int dilation, bool aligned, bool d2s, 
 // multiple of 16 channels and at most 64 reduction rows, contiguous rows (with windows per tap
 // the split reads up to 3 frames past a row that are not the layer's, and the job's largest
 // magnitude must be the layer's), and by default (kAuto) where it measured faster than 3xTF32:
-// where the consumers bound the kernel, not the producer, whose split 3xFP16 makes dearer (a
-// per-job maximum, the fp16 conversions). That is where a tile's products per input value are
-// many (taps x channel tile > 256: 3 taps on the 128-row tile) and the grid has at least two
-// tiles per multiprocessor: one-tap layers, 2 taps and short grids were slower (log step 93 in
-// docs/performance.md: tcn_pointwise 0.47 vs 0.42 ms, up2x 0.19 vs 0.185, x_strided 1.01 vs
-// 0.96, x_up4x 0.457 vs 0.438, dec_stft512 0.158 vs 0.125; x_grouped_t, 2 taps, was faster:
-// 0.563 vs 0.602; seedA 2.13 vs 2.63, seedB 3.84 vs 4.54). CONVBANK_CUDA_SS_HALF=0 turns it
-// off, =1 takes it wherever it fits (read once; set_ss_half_policy for the tests).
+// where the grid has at least two tiles per multiprocessor and the layer fills a tile's rows
+// or has many products per input value (taps x channel tile > 256, the rule before log step 99,
+// kept for the partly filled tiles that it measured on then).
+// Its split costs the producer more than 3xTF32's (a per-job maximum, the fp16 conversions);
+// since the split carries each chunk's scale over and finds the maximum on the way (log step
+// 99 in docs/performance.md) that pays wherever the consumers have a full tile to work on:
+// seedA 2.03 vs 2.53 ms, seedB 3.27 vs 4.18, tcn_pointwise 0.392 vs 0.414, up2x 0.174 vs
+// 0.179, x_grouped_t 0.577 vs 0.598. Short grids and half-empty tiles were slower: dec_stft512
+// (128 tiles) 0.149 vs 0.124, x_dec4 (32 rows on the 64-row tile) 0.488 vs 0.460.
+// CONVBANK_CUDA_SS_HALF=0 turns it off, =1 takes it wherever it fits (read once;
+// set_ss_half_policy for the tests).
 WgmmaPolicy half_policy_from_env() {
   if (std::getenv("CONVBANK_CUDA_SS_HALF") == nullptr) return WgmmaPolicy::kAuto;
   return env_int("CONVBANK_CUDA_SS_HALF") == 0 ? WgmmaPolicy::kNever : WgmmaPolicy::kAlways;
@@ -1338,14 +1335,14 @@ std::atomic<std::uint64_t> g_ss_half_launches;
 bool ss_half_fits(const SsGeometry& g, int taps) {
   return g.stages == kSsStages && g.window == 0 && g.ci_chunk % 16 == 0 && taps * g.ci_chunk <= 64;
 }
-bool ss_half_wins(int co_tile, int taps, std::int64_t tiles) {
+bool ss_half_wins(int co_tile, int taps, std::int64_t rows, std::int64_t tiles) {
   switch (g_ss_half.load(std::memory_order_relaxed)) {
     case WgmmaPolicy::kNever:
       return false;
     case WgmmaPolicy::kAlways:
       return true;
     default:
-      return co_tile * taps > 256 && tiles >= 2 * num_sms();
+      return (rows >= co_tile || co_tile * taps > 256) && tiles >= 2 * num_sms();
   }
 }
 
@@ -1512,8 +1509,8 @@ Workspace split_weights_half(WgArgs& a, int*& flag, cudaStream_t stream, const L
 void set_alignment(WgArgs& a) {
   a.x_vec = reinterpret_cast<std::uintptr_t>(a.x) % 16 == 0 && a.x_cs % 4 == 0 && a.x_bs % 4 == 0;
   a.y_vec2 = reinterpret_cast<std::uintptr_t>(a.y) % 8 == 0 && a.y_cs % 2 == 0 && a.y_bs % 2 == 0;
-  static const bool max_vec = !env_off("CONVBANK_CUDA_SS_MAX_VEC");
-  a.max_vec = max_vec;
+  static const bool max_guess = !env_off("CONVBANK_CUDA_SS_MAX_GUESS");
+  a.max_guess = max_guess;
 }
 
 // Windowed rows hold their copy lead inside their windows, so the split of a row whose copy
@@ -1837,7 +1834,7 @@ bool wgmma_ss_half(std::int64_t taps, std::int64_t dilation, int co_tile, bool a
                              ((rows + co_tile - 1) / co_tile);
   const int k = static_cast<int>(taps);
   return ss_half_fits(ss_plan(co_tile, k, static_cast<int>(dilation), aligned, d2s, true), k) &&
-         ss_half_wins(co_tile, k, tiles);
+         ss_half_wins(co_tile, k, rows, tiles);
 }
 
 void set_ss_half_policy(WgmmaPolicy policy) {
