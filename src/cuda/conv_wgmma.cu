@@ -887,15 +887,16 @@ __global__ void __launch_bounds__(kSsThreads, 1)
         // Rows 8 grp + u: rows 4 (2 grp) + u and 4 (2 grp + 1) + u of the layout above. The
         // values are scaled by 2^e: e is the scale this chunk index had last (its largest
         // magnitude then in [2^14, 2^15)), kept where the job's largest magnitude lands in
-        // [2^12, 2^15) with it (fp16 holds values below 2^16; the two spare bits at the bottom
-        // cost nothing measurable, log step 99 in docs/performance.md). Otherwise (the chunk's
+        // [2^12, 2^15) with it (fp16 holds values below 2^16; values more than about 2^27
+        // instead of 2^29 below the job's largest lose bits, log steps 93 and 99 in
+        // docs/performance.md). Otherwise (the chunk's
         // first job, or its magnitude moved) the split runs again with the scale this job's
         // maximum gives, each thread over the same rows. The maximum is taken over the frames
         // the consumers read only: a value in the others, the alignment frames, belongs to a
         // neighbouring tile and must not scale this one's away. fmaxf passes over NaN: a NaN
         // input stays NaN through the split and makes the outputs whose windows hold it NaN, as
-        // in 3xTF32. One copy of the loop: a second (a maximum pass before the split) made the
-        // whole kernel 5-10 % slower.
+        // in 3xTF32. One copy of the loop: a version that kept the maximum pass beside it, with
+        // the split written out three times, made the whole kernel 6-11 % slower (seedA).
         const int n8 = b_plane / 4;  // 16-byte rows: (8-channel group, frame)
         const int f_lo = t.shift, f_hi = t.shift + kFrames + (a.taps - 1) * a.dilation;
         int e = a.max_guess ? chunk_exp[c & 7] : kNoExp;
