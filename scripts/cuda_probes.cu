@@ -11,7 +11,9 @@
 //          and written as whole 128-byte lines, the row's unfinished last line carried into the
 //          next tile, by the copy engine (cp.async.bulk) or by 16-byte stores.
 //          Also blocks of 8-64 rows whose warps split a row's frames (log step 99's probe): fewer
-//          rows written at a time, longer runs per row.
+//          rows written at a time, longer runs per row. And one tile of R rows x W frames per
+//          block, the blocks ordered with the frame tiles fastest, so that the blocks resident
+//          at a time write neighbouring rows (log step 102).
 //   read   How fast does the copy engine read dec_tasnet's input (16 x 512 rows of 16383 floats)
 //          into a ring of stages, as the tensor-core decoder's producer does (bulk tensor copies
 //          of "quad rows", 4 channels 16-byte aligned together), with no consumer work: the
@@ -263,6 +265,29 @@ __global__ void __launch_bounds__(256, 4) store_rows_probe(StoreArgs a) {
         const long f = T + lane + 32 * j;
         if (f < t_end) yr[f] = value(row0 + c, f);
       }
+    }
+  }
+}
+
+// 4-byte stores, frames lane + 32 j, one tile of R rows x W frames per block (not persistent),
+// the blocks in row-group-major order with the frame tiles fastest: the blocks resident at any
+// time write a few hundred neighbouring rows, not all 8192 (the other patterns' blocks each own
+// rows and walk them).
+template <int R, int W>
+__global__ void __launch_bounds__(256) store_local_probe(StoreArgs a) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const long tiles = (a.frames + W - 1) / W;
+  const long rg = blockIdx.x / tiles;
+  const long t0 = (blockIdx.x - rg * tiles) * W;
+  const bool full = t0 + W <= a.frames;
+#pragma unroll
+  for (int c = warp; c < R; c += 8) {
+    const long row = rg * R + c;
+    float* yr = a.y + row * a.frames + t0;
+#pragma unroll
+    for (int j = 0; j < W / 32; ++j) {
+      const long f = lane + 32 * j;
+      if (full || t0 + f < a.frames) yr[f] = value(row, t0 + f);
     }
   }
 }
@@ -555,6 +580,31 @@ int main(int argc, char** argv) {
             "| 4-byte words, %d rows per block, %d runs per row (%ld blocks) | %.3f | %.2f |%s\n",
             rows_per_block, segs, blocks, ms, bytes / ms * 1e-9, bad ? " WRONG" : "");
       }
+    }
+    // One tile per block, frame tiles fastest (store_local_probe).
+    auto local = [&](const char* what, long blocks, const auto& run) {
+      const long bad = wrong_values(run);
+      const float ms = median_ms(run);
+      std::printf(
+          "| 4-byte words, one %s tile per block, frame tiles fastest (%ld blocks) | %.3f "
+          "| %.2f |%s\n",
+          what, blocks, ms, bytes / ms * 1e-9, bad ? " WRONG" : "");
+    };
+    {
+      StoreArgs a{y, rows, frames, 0, 0};
+      const auto blocks = [&](int r, int w) { return rows / r * ((frames + w - 1) / w); };
+      local("64 x 128", blocks(64, 128),
+            [&] { store_local_probe<64, 128><<<blocks(64, 128), 256>>>(a); });
+      local("64 x 256", blocks(64, 256),
+            [&] { store_local_probe<64, 256><<<blocks(64, 256), 256>>>(a); });
+      local("32 x 256", blocks(32, 256),
+            [&] { store_local_probe<32, 256><<<blocks(32, 256), 256>>>(a); });
+      local("16 x 512", blocks(16, 512),
+            [&] { store_local_probe<16, 512><<<blocks(16, 512), 256>>>(a); });
+      local("8 x 1024", blocks(8, 1024),
+            [&] { store_local_probe<8, 1024><<<blocks(8, 1024), 256>>>(a); });
+      local("8 x 128", blocks(8, 128),
+            [&] { store_local_probe<8, 128><<<blocks(8, 128), 256>>>(a); });
     }
     CHECK(cudaFree(y));
   }
