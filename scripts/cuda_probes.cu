@@ -30,6 +30,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <type_traits>
 #include <vector>
 
 #include "cuda/tma.cuh"  // the decoder's barriers, tensor copies and tensor-map encoder
@@ -582,30 +583,25 @@ int main(int argc, char** argv) {
       }
     }
     // One tile per block, frame tiles fastest (store_local_probe).
-    auto local = [&](const char* what, long blocks, const auto& run) {
+    const StoreArgs la{y, rows, frames, 0, 0};
+    auto local = [&](auto r, auto w) {
+      constexpr int R = decltype(r)::value, W = decltype(w)::value;
+      const long blocks = rows / R * ((frames + W - 1) / W);
+      auto run = [&] { store_local_probe<R, W><<<blocks, 256>>>(la); };
       const long bad = wrong_values(run);
       const float ms = median_ms(run);
       std::printf(
-          "| 4-byte words, one %s tile per block, frame tiles fastest (%ld blocks) | %.3f "
+          "| 4-byte words, one %d x %d tile per block, frame tiles fastest (%ld blocks) | %.3f "
           "| %.2f |%s\n",
-          what, blocks, ms, bytes / ms * 1e-9, bad ? " WRONG" : "");
+          R, W, blocks, ms, bytes / ms * 1e-9, bad ? " WRONG" : "");
     };
-    {
-      StoreArgs a{y, rows, frames, 0, 0};
-      const auto blocks = [&](int r, int w) { return rows / r * ((frames + w - 1) / w); };
-      local("64 x 128", blocks(64, 128),
-            [&] { store_local_probe<64, 128><<<blocks(64, 128), 256>>>(a); });
-      local("64 x 256", blocks(64, 256),
-            [&] { store_local_probe<64, 256><<<blocks(64, 256), 256>>>(a); });
-      local("32 x 256", blocks(32, 256),
-            [&] { store_local_probe<32, 256><<<blocks(32, 256), 256>>>(a); });
-      local("16 x 512", blocks(16, 512),
-            [&] { store_local_probe<16, 512><<<blocks(16, 512), 256>>>(a); });
-      local("8 x 1024", blocks(8, 1024),
-            [&] { store_local_probe<8, 1024><<<blocks(8, 1024), 256>>>(a); });
-      local("8 x 128", blocks(8, 128),
-            [&] { store_local_probe<8, 128><<<blocks(8, 128), 256>>>(a); });
-    }
+    using std::integral_constant;
+    local(integral_constant<int, 64>{}, integral_constant<int, 128>{});
+    local(integral_constant<int, 64>{}, integral_constant<int, 256>{});
+    local(integral_constant<int, 32>{}, integral_constant<int, 256>{});
+    local(integral_constant<int, 16>{}, integral_constant<int, 512>{});
+    local(integral_constant<int, 8>{}, integral_constant<int, 1024>{});
+    local(integral_constant<int, 8>{}, integral_constant<int, 128>{});
     CHECK(cudaFree(y));
   }
   return 0;
