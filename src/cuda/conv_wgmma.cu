@@ -889,9 +889,9 @@ __global__ void __launch_bounds__(kSsThreads, 1)
         // magnitude then in [2^14, 2^15)), kept where the job's largest magnitude lands in
         // [2^12, 2^15) with it (fp16 holds values below 2^16; values more than about 2^27
         // instead of 2^29 below the job's largest lose bits, log steps 93 and 99 in
-        // docs/performance.md). Otherwise (the chunk's
-        // first job, or its magnitude moved) the split runs again with the scale this job's
-        // maximum gives, each thread over the same rows. The maximum is taken over the frames
+        // docs/performance.md). Otherwise (the chunk's first job, or its magnitude moved) the
+        // split runs again with the scale this job's maximum gives, each thread over the same
+        // rows. The maximum is taken over the frames
         // the consumers read only: a value in the others, the alignment frames, belongs to a
         // neighbouring tile and must not scale this one's away. fmaxf passes over NaN: a NaN
         // input stays NaN through the split and makes the outputs whose windows hold it NaN, as
