@@ -113,6 +113,9 @@ struct WgArgs {
   // the maximum it finds on the way, splitting again only where that scale no longer fits
   // (CONVBANK_CUDA_SS_MAX_GUESS=0: every job finds its maximum first, two passes; A/B runs).
   bool max_guess;
+  // SS kernel: the two consumers take turns at issuing their wgmmas (the kernel's turn
+  // barriers), where ss_turns() says so.
+  bool turns;
   // SS kernel: the copied input's row pitch and ceil(2^32 / (raw_pitch / 4)). Without x_vec
   // (rows of odd length start anywhere) each row is copied in 16-byte pieces from the aligned
   // address at or below its first frame, e frames early (e < 4, per row), and read e frames on:
@@ -689,8 +692,12 @@ __global__ void __launch_bounds__(kWgThreads, kMinBlocks)
 // two consumers issue the wgmmas (3 per 8-deep step), each m64 x n128 of the block's kCoTile
 // channels x ss_block_frames() frames, and store their part of the tile. Named barriers hand the
 // stages over (full: producer -> consumers, empty: consumers -> producer): the consumers wait for
-// copies only when the producer falls more than kStages - 1 jobs behind. Both consumers wait on the
-// same full barrier, so they start each job together.
+// copies only when the producer falls more than kStages - 1 jobs behind. Each consumer has its own
+// full barrier per stage, and with WgArgs::turns the two take turns at issuing their wgmmas (the
+// turn barriers: consumer 1 issues job j after consumer 0 has, consumer 0 job j + 1 after
+// consumer 1 has issued job j), so that one consumer's running sum and epilogue run while the
+// other's products keep the tensor pipe busy. With one full barrier for both they started each
+// job together, and the pipe idled while both summed.
 
 constexpr int kSsThreads = 384;  // producer warpgroup, two consumer warpgroups
 constexpr int kSsStages = 3;     // stages where they fit; 2 where only two do (ss_plan)
@@ -699,10 +706,13 @@ __host__ __device__ constexpr int ss_block_frames(int co_tile) {
   return co_tile == 128 ? kSsWgFrames : 2 * kSsWgFrames;
 }
 
-// Named barriers (0 is __syncthreads): full[s], empty[s] (ids for three stages whatever
-// kStages), the producer's own, and one per consumer for its non-finite vote.
-constexpr int kBarFull = 1, kBarEmpty = kBarFull + kSsStages, kBarProducer = kBarEmpty + kSsStages,
-              kBarConsumer = kBarProducer + 1;
+// Named barriers (0 is __syncthreads, 15 the last): full[s][consumer] at kBarFull + 2 s + w,
+// empty[s] (ids for three stages whatever kStages), the producer's own, one per consumer for its
+// non-finite vote, and one per consumer that says it has issued its current job's wgmmas.
+constexpr int kBarFull = 1, kBarEmpty = kBarFull + 2 * kSsStages,
+              kBarProducer = kBarEmpty + kSsStages, kBarConsumer = kBarProducer + 1,
+              kBarTurn = kBarConsumer + 2;
+static_assert(kBarTurn + 1 <= 15, "the SS kernel's named barriers");
 constexpr int kTmaNone = 0, kTmaRows = 1, kTmaQuads = 2;
 // The SS kernel's 3xFP16 producer: a chunk index with no input scale yet.
 constexpr int kNoExp = 1 << 20;
@@ -956,7 +966,8 @@ __global__ void __launch_bounds__(kSsThreads, 1)
         }
       }
       fence_proxy_async();
-      bar_arrive(kBarFull + s, kSsThreads);
+      bar_arrive(kBarFull + 2 * s, 256);
+      bar_arrive(kBarFull + 2 * s + 1, 256);
       c = nc;
       item = nitem;
       t = nt;
@@ -990,7 +1001,7 @@ __global__ void __launch_bounds__(kSsThreads, 1)
   int c = 0;
   for (std::int64_t j = 0; j < jobs; ++j) {
     const int s = static_cast<int>(j % kStages);
-    bar_sync(kBarFull + s, kSsThreads);
+    bar_sync(kBarFull + 2 * s + cw, 256);
     mbar_wait(wbar + 8 * s, static_cast<std::uint32_t>(j / kStages) & 1);
     // Per 8-deep step (one tap, 8 channels): small*big, big*small, big*big. Descriptors hold
     // address / 16 in their low bits, so steps add offsets / 16 to them.
@@ -1051,9 +1062,13 @@ __global__ void __launch_bounds__(kSsThreads, 1)
         }
       }
     };
+    // This consumer's turn: the other one has issued its previous job (consumer 0, from its second
+    // job on) or this one (consumer 1). No wgmma is in flight here, so the branch is free.
+    if (a.turns && (cw == 1 || j > 0)) bar_sync(kBarTurn + 1 - cw, 256);
     // kHalf: 1 to 4 steps (64 rows) unrolled, the same rows as 2 to 8 of 3xTF32.
     with_constant<kHalf ? 1 : 2, kSumSteps>(steps, mainloop);
     wgmma_commit();
+    bar_arrive_if(a.turns, kBarTurn + cw, 256);
     wgmma_wait<0>();
     fence_operands(acc);
     bar_arrive(kBarEmpty + s, kSsThreads);
@@ -1186,6 +1201,8 @@ __global__ void __launch_bounds__(kSsThreads, 1)
     item += gridDim.x;
     if (item < items) t = tile_at(item);
   }
+  // Consumer 1's arrival after its last job, so that no barrier is left with arrivals pending.
+  if (a.turns && cw == 0 && jobs > 0) bar_sync(kBarTurn + 1, 256);
 #endif
 }
 
@@ -1514,6 +1531,17 @@ void set_alignment(WgArgs& a) {
   a.max_guess = max_guess;
 }
 
+// The SS kernel's consumers take turns at issuing (the kernel's turn barriers) for layers of
+// three taps and more, whose jobs have products enough to cover the other consumer's running sum
+// and epilogue; one- and two-tap layers, whose producer holds them, measured 2-5 % slower with
+// turns (log step 104 in docs/performance.md). CONVBANK_CUDA_SS_TURNS=0 never, =1 always (read
+// once; A/B runs).
+bool ss_turns(int taps) {
+  static const int forced =
+      std::getenv("CONVBANK_CUDA_SS_TURNS") == nullptr ? -1 : env_int("CONVBANK_CUDA_SS_TURNS");
+  return forced >= 0 ? forced != 0 : taps >= 3;
+}
+
 // Windowed rows hold their copy lead inside their windows, so the split of a row whose copy
 // starts early reads up to 3 frames past the row: past the last row, a pad of 32 floats (the
 // next buffer stays 128-byte aligned) keeps those reads off the other buffer's copies.
@@ -1645,6 +1673,7 @@ void launch_ss(WgArgs a, int co_tile, cudaStream_t stream, const char* name,
   const bool half = a.half_ok && wgmma_ss_half(a.taps, a.dilation, co_tile, aligned, a.bg_count,
                                                a.cout_g, a.out_frames, kD2s);
   const SsGeometry geo = ss_plan(co_tile, a.taps, a.dilation, aligned, kD2s, half);
+  a.turns = ss_turns(a.taps);
   a.cols = co_tile;
   a.ci_chunk = geo.ci_chunk;
   a.rt = a.taps * a.ci_chunk;

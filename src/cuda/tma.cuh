@@ -16,6 +16,14 @@ __device__ __forceinline__ void bar_sync(int id, int threads) {
 __device__ __forceinline__ void bar_arrive(int id, int threads) {
   asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
 }
+// bar_arrive where `on`, as one predicated instruction: no branch (between a wgmma's issue and
+// its wait, ptxas ends the wgmmas' overlap at a branch).
+__device__ __forceinline__ void bar_arrive_if(bool on, int id, int threads) {
+  asm volatile("{\n.reg .pred p;\nsetp.ne.u32 p, %0, 0;\n@p bar.arrive %1, %2;\n}\n" ::"r"(
+                   static_cast<int>(on)),
+               "r"(id), "r"(threads)
+               : "memory");
+}
 // True in every thread of the `threads` on barrier `id` when it is true in any.
 __device__ __forceinline__ bool bar_any(int id, int threads, bool v) {
   int r;
