@@ -901,12 +901,12 @@ __global__ void __launch_bounds__(kSsThreads, 1)
         // instead of 2^29 below the job's largest lose bits, log steps 93 and 99 in
         // docs/performance.md). Otherwise (the chunk's first job, or its magnitude moved) the
         // split runs again with the scale this job's maximum gives, each thread over the same
-        // rows. The maximum is taken over the frames
-        // the consumers read only: a value in the others, the alignment frames, belongs to a
-        // neighbouring tile and must not scale this one's away. fmaxf passes over NaN: a NaN
-        // input stays NaN through the split and makes the outputs whose windows hold it NaN, as
-        // in 3xTF32. One copy of the loop: a version that kept the maximum pass beside it, with
-        // the split written out three times, made the whole kernel 6-11 % slower (seedA).
+        // rows. The maximum is taken over the frames the consumers read only: a value in the
+        // others, the alignment frames, belongs to a neighbouring tile and must not scale this
+        // one's away. fmaxf passes over NaN: a NaN input stays NaN through the split and makes
+        // the outputs whose windows hold it NaN, as in 3xTF32. One copy of the loop: a version
+        // that kept the maximum pass beside it, with the split written out three times, made the
+        // whole kernel 6-11 % slower (seedA).
         const int n8 = b_plane / 4;  // 16-byte rows: (8-channel group, frame)
         const int f_lo = t.shift, f_hi = t.shift + kFrames + (a.taps - 1) * a.dilation;
         int e = a.max_guess ? chunk_exp[c & 7] : kNoExp;
