@@ -149,6 +149,13 @@ struct WgArgs {
   int raw_plane;  // floats per copy buffer: ci_chunk * raw_pitch, or 4 * quad_stride
   std::int64_t t_tiles;
   int n_tiles;
+  // SS kernel: where its work items (bg_count x t_tiles x n_tiles) number below 2^32, it finds
+  // an item's tile with 32-bit divisions by multiply-high (div_u32) by these, each
+  // floor((2^32 - 1) / divisor) (tiles = t_tiles x n_tiles, groups, n_tiles); 64-bit divisions
+  // otherwise (items32 false). A 64-bit division is about 40 instructions, and each block finds
+  // every tile of its run twice (producer and consumers).
+  bool items32;
+  std::uint32_t tiles_magic, groups_magic, n_tiles_magic;
   // ConvTranspose1d at stride s > 1 runs as s phase convolutions (phases = s, dilation 1,
   // taps = K / s): phase p computes outputs t = (q0 + u) * s + p - pad, u = 0, 1, ..., from
   // x[q0 + u - m] and w[.][.][p + m * s]. phases = 1 everywhere else.
@@ -258,6 +265,13 @@ __device__ __forceinline__ int pow2_scale_exponent(std::uint32_t max_bits, int t
 }
 __device__ __forceinline__ float exp2_int(int e) {
   return __uint_as_float(static_cast<std::uint32_t>(127 + e) << 23);
+}
+// i / d for i < 2^32, with m = floor((2^32 - 1) / d): the multiply-high's estimate is the
+// quotient or one below it (i m / 2^32 > i / d - 1), so one correction makes it exact.
+__device__ __forceinline__ std::uint32_t div_u32(std::uint32_t i, std::uint32_t d,
+                                                 std::uint32_t m) {
+  const std::uint32_t q = __umulhi(i, m);
+  return i - q * d >= d ? q + 1 : q;
 }
 // Two values (already scaled) as hi and lo fp16 pairs, packed.
 __device__ __forceinline__ void split_f16x2(float x0, float x1, std::uint32_t& hi,
@@ -775,12 +789,26 @@ __global__ void __launch_bounds__(kSsThreads, 1)
   // through L2.
   auto tile_at = [&](std::int64_t item) {
     Tile t;
-    const std::int64_t bg = item / tiles;
-    const std::int64_t rest = item - bg * tiles;
-    t.b = bg / a.groups;
-    t.g = bg - t.b * a.groups;
-    t.nt = static_cast<int>(rest % a.n_tiles);
-    t.t0 = rest / a.n_tiles * kFrames;
+    std::int64_t tq;
+    if (a.items32) {
+      const auto i = static_cast<std::uint32_t>(item);
+      const std::uint32_t bg = div_u32(i, static_cast<std::uint32_t>(tiles), a.tiles_magic);
+      const std::uint32_t r = i - bg * static_cast<std::uint32_t>(tiles);
+      const std::uint32_t b = div_u32(bg, static_cast<std::uint32_t>(a.groups), a.groups_magic);
+      const std::uint32_t q = div_u32(r, static_cast<std::uint32_t>(a.n_tiles), a.n_tiles_magic);
+      t.b = b;
+      t.g = bg - b * static_cast<std::uint32_t>(a.groups);
+      t.nt = static_cast<int>(r - q * static_cast<std::uint32_t>(a.n_tiles));
+      tq = q;
+    } else {
+      const std::int64_t bg = item / tiles;
+      const std::int64_t rest = item - bg * tiles;
+      t.b = bg / a.groups;
+      t.g = bg - t.b * a.groups;
+      t.nt = static_cast<int>(rest % a.n_tiles);
+      tq = rest / a.n_tiles;
+    }
+    t.t0 = tq * kFrames;
     t.start = a.in_offset + t.t0;
     // Without x_vec the copy aligns each row itself (copy_slab_rows).
     t.slab0 = a.x_vec ? (t.start & ~std::int64_t{3}) : t.start;
@@ -850,8 +878,10 @@ __global__ void __launch_bounds__(kSsThreads, 1)
     }
     std::uint32_t phases = 0;  // bit k: the parity of copy buffer k's barrier's next phase
     cp_async_commit();
-    for (std::int64_t j = 0; j < jobs; ++j) {
-      const int s = static_cast<int>(j % kStages);
+    // s = j % kStages, kept as a counter: j is 64-bit, and its division was a dozen instructions
+    // on the path of every job.
+    int s = 0;
+    for (std::int64_t j = 0; j < jobs; ++j, s = s + 1 == kStages ? 0 : s + 1) {
       if (j >= kStages) bar_sync(kBarEmpty + s, kSsThreads);  // consumers are done with s
       bar_sync(kBarProducer, 128);  // everyone's split of job j - 1 is done (raw slot reuse)
       float* st = smem + s * stage;
@@ -993,16 +1023,26 @@ __global__ void __launch_bounds__(kSsThreads, 1)
   constexpr int kSumSteps = kHalf ? kSsSumSteps / 2 : kSsSumSteps;
   const int steps = a.rt >> kStepLog, tap_steps = a.ci_chunk >> kStepLog;
   const bool w_ok = *weights_nonfinite == 0;
+  // sum: the tile's running sums, which a tile's first accumulation sets (fresh) rather than
+  // adds to, so that no pass zeroes them.
   float acc[64], sum[64];
-#pragma unroll
-  for (int i = 0; i < 64; ++i) sum[i] = 0.0f;
+  bool fresh = true;
   std::int64_t item = blockIdx.x;
   Tile t = tile_at(item);
   int c = 0;
-  for (std::int64_t j = 0; j < jobs; ++j) {
-    const int s = static_cast<int>(j % kStages);
+  // s = j % kStages and the weight barrier's parity (j / kStages) & 1, as counters (see the
+  // producer).
+  int s = 0;
+  std::uint32_t w_parity = 0;
+  auto next_stage = [&] {
+    if (++s == kStages) {
+      s = 0;
+      w_parity ^= 1u;
+    }
+  };
+  for (std::int64_t j = 0; j < jobs; ++j, next_stage()) {
     bar_sync(kBarFull + 2 * s + cw, 256);
-    mbar_wait(wbar + 8 * s, static_cast<std::uint32_t>(j / kStages) & 1);
+    mbar_wait(wbar + 8 * s, w_parity);
     // Per 8-deep step (one tap, 8 channels): small*big, big*small, big*big. Descriptors hold
     // address / 16 in their low bits, so steps add offsets / 16 to them.
     const float* st = smem + s * stage;
@@ -1016,6 +1056,12 @@ __global__ void __launch_bounds__(kSsThreads, 1)
     // kHalf: the running sums take the chunk at 2^-(e + 11), the producer's scale.
     const float chunk_scale = kHalf ? job_scale[s] : 1.0f;
     auto add_chunk = [&] {
+      if (fresh) {
+#pragma unroll
+        for (int i = 0; i < 64; ++i) sum[i] = kHalf ? acc[i] * chunk_scale : acc[i];
+        fresh = false;
+        return;
+      }
 #pragma unroll
       for (int i = 0; i < 64; ++i) {
         if constexpr (kHalf) {
@@ -1078,48 +1124,51 @@ __global__ void __launch_bounds__(kSsThreads, 1)
     // This warpgroup's part of the tile. Accumulator element 4i + 2h + p: channel row_in_wg +
     // 8h, frame 8i + 2q + p of its 128.
     c = 0;
+    fresh = true;
     const int co0 = t.nt * kCoTile + wg_co + row_in_wg;
     const std::int64_t tb = t.t0 + wg_t + 2 * q;
-    if constexpr (kHalf) {
-      // The rows' weight scales undone: accumulator element 4i + 2h + p is row co0 + 8h.
-      float inv[2];
+    const int y_cout_g = kD2s ? a.cout_g / a.d2s : a.cout_g;
+    // Output = fma(sum, rs[h], rb[h]) for row co0 + 8h: rs undoes the row's weight scale (kHalf),
+    // rb is the bias. Rows past cout_g (partial channel tiles) store nothing.
+    float rs[2], rb[2];
 #pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int co = co0 + 8 * h;
-        inv[h] = co < a.cout_g ? __ldg(a.row_inv + t.g * a.cout_g + co) : 0.0f;
-      }
-#pragma unroll
-      for (int i = 0; i < 64; ++i) sum[i] *= inv[(i >> 1) & 1];
+    for (int h = 0; h < 2; ++h) {
+      const int co = co0 + 8 * h;
+      const bool live = co < a.cout_g;
+      rs[h] = kHalf ? (live ? __ldg(a.row_inv + t.g * a.cout_g + co) : 0.0f) : 1.0f;
+      const int bco = kD2s ? co / a.d2s : co;
+      rb[h] = live && a.bias != nullptr ? __ldg(a.bias + t.g * y_cout_g + bco) : 0.0f;
     }
-    bool ok = w_ok;
-#pragma unroll
-    for (int i = 0; i < 64; ++i) {
-      const int co = co0 + ((i >> 1) & 1) * 8;
-      if (co < a.cout_g && tb + (i >> 2) * 8 + (i & 1) < a.out_frames) ok &= isfinite(sum[i]);
-    }
-    if (bar_any(kBarConsumer + cw, 128, !ok)) {
-      // A NaN/Inf in these outputs or in the weights: the direct formula, whose classes (NaN,
-      // +-Inf) are PyTorch's.
-      direct_outputs<kTransposed, false, kD2s>(
-          a, t.b, t.g, 0, PhaseView{a.in_offset, 0, a.out_frames}, t.start + wg_t,
-          t.nt * kCoTile + wg_co, 64, t.t0 + wg_t, kSsWgFrames, tid, 128);
-    } else if constexpr (kD2s) {
+    // The stores come first and the non-finite vote after them, over the values stored: a NaN
+    // or Inf among them (or in the weights) sends the warpgroup's part of the tile to the direct
+    // formula, whose classes (NaN, +-Inf) are PyTorch's and which then overwrites what was
+    // stored (the vote's barrier orders the two). The vote is fmaf(v, 0, z) chains, NaN once any
+    // v is not finite (one instruction per value; the bounds-tested isfinite() it replaces was
+    // about three). It takes in the values past the layer's last frame too: those are finite
+    // unless the frames the tile reads hold a NaN or Inf, and then so are outputs inside.
+    float z[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    auto out = [&](float x, int h, int k) {
+      const float v = fmaf(x, rs[h], rb[h]);
+      z[k & 3] = fmaf(v, 0.0f, z[k & 3]);
+      return v;
+    };
+    if constexpr (kD2s) {
       // Row co' = co * s + p is phase p of channel co: frame f goes to (q0 + f) * s + p - pad.
       // A warp's 8 rows x 8 frames cover whole 32-byte runs of the output rows.
-      const int s = a.d2s, y_cout_g = a.cout_g / s;
+      const int ds = a.d2s;
       float* yb = a.y + t.b * a.y_bs + t.g * y_cout_g * a.y_cs;
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         const int cr = co0 + 8 * h;
         if (cr >= a.cout_g) continue;
-        const int co = cr / s, p = cr - co * s;
+        const int co = cr / ds, p = cr - co * ds;
         float* row = yb + co * a.y_cs;
-        const float bias = a.bias != nullptr ? __ldg(a.bias + t.g * y_cout_g + co) : 0.0f;
-        const std::int64_t o0 = (a.d2s_q0 + tb) * s + p - a.pad;  // output frame of frame tb
+        const std::int64_t o0 = (a.d2s_q0 + tb) * ds + p - a.pad;  // output frame of frame tb
 #pragma unroll
         for (int i = 0; i < 32; ++i) {
-          const std::int64_t o = o0 + ((i >> 1) * 8 + (i & 1)) * s;
-          if (o >= 0 && o < a.y_frames) row[o] = sum[4 * (i >> 1) + 2 * h + (i & 1)] + bias;
+          const std::int64_t o = o0 + ((i >> 1) * 8 + (i & 1)) * ds;
+          const float v = out(sum[4 * (i >> 1) + 2 * h + (i & 1)], h, i);
+          if (o >= 0 && o < a.y_frames) row[o] = v;
         }
       }
     } else if constexpr (kSectors) {
@@ -1135,69 +1184,92 @@ __global__ void __launch_bounds__(kSsThreads, 1)
       float* yb = a.y + t.b * a.y_bs + t.g * a.cout_g * a.y_cs;
       const std::int64_t t0w = t.t0 + wg_t;  // this warpgroup's first frame, a multiple of 128
       const int quad = lane & ~3;
+      // Every pair the loop stores lies before frame t0w + 135: where that is inside the row,
+      // its stores need no bounds test (an instantiation of the loop each way).
+      const bool whole = t0w + kSsWgFrames + 8 <= a.out_frames;
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         const int co = co0 + 8 * h;
         const bool live = co < a.cout_g;  // not a branch: every lane takes part in the shuffles
         float* row = yb + co * a.y_cs;
-        const float bias = live && a.bias != nullptr ? __ldg(a.bias + t.g * a.cout_g + co) : 0.0f;
         const int a0 = (8 - static_cast<int>((reinterpret_cast<std::uintptr_t>(row) >> 2) & 7)) & 7;
         const int c0 = a0 >> 1, c1 = (a0 + 1) >> 1;
         const int src0 = quad + ((q + c0) & 3), src1 = quad + ((q + c1) & 3);
         const bool odd = (a0 & 1) != 0;
+        float* const rq = row + t0w + a0 + 2 * q;  // 8-byte aligned
+        auto runs = [&](auto whole_tile) {
 #pragma unroll
-        for (int i = 0; i < 16; ++i) {
-          const int n = i < 15 ? i + 1 : i;
-          // Selects between fixed indices: an index computed at run time would put sum[] in
-          // local memory.
-          const float* ri = sum + 4 * i + 2 * h;
-          const float* rn = sum + 4 * n + 2 * h;
-          const float x0 = q < c0 ? (odd ? rn[1] : rn[0]) : (odd ? ri[1] : ri[0]);
-          const float x1 = q < c1 ? (odd ? rn[0] : rn[1]) : (odd ? ri[0] : ri[1]);
-          const float v0 = __shfl_sync(0xffffffffu, x0, src0) + bias;
-          const float v1 = __shfl_sync(0xffffffffu, x1, src1) + bias;
-          const std::int64_t f = t0w + a0 + 2 * q + 8 * i;  // 8-byte aligned
-          if (live && (i < 15 || a0 == 0)) {
-            if (f + 1 < a.out_frames) {
-              *reinterpret_cast<float2*>(row + f) = make_float2(v0, v1);
-            } else if (f < a.out_frames) {
-              row[f] = v0;
+          for (int i = 0; i < 16; ++i) {
+            const int n = i < 15 ? i + 1 : i;
+            // Selects between fixed indices: an index computed at run time would put sum[] in
+            // local memory.
+            const float* ri = sum + 4 * i + 2 * h;
+            const float* rn = sum + 4 * n + 2 * h;
+            const float x0 = q < c0 ? (odd ? rn[1] : rn[0]) : (odd ? ri[1] : ri[0]);
+            const float x1 = q < c1 ? (odd ? rn[0] : rn[1]) : (odd ? ri[0] : ri[1]);
+            const float v0 = out(__shfl_sync(0xffffffffu, x0, src0), h, 2 * i);
+            const float v1 = out(__shfl_sync(0xffffffffu, x1, src1), h, 2 * i + 1);
+            if (live && (i < 15 || a0 == 0)) {
+              const std::int64_t f = t0w + a0 + 2 * q + 8 * i;
+              if (decltype(whole_tile)::value || f + 1 < a.out_frames) {
+                *reinterpret_cast<float2*>(rq + 8 * i) = make_float2(v0, v1);
+              } else if (f < a.out_frames) {
+                rq[8 * i] = v0;
+              }
             }
           }
+        };
+        if (whole) {
+          runs(std::true_type{});
+        } else {
+          runs(std::false_type{});
         }
         if (live && a0 != 0) {  // run 0 before the first boundary, run 15 after the last
 #pragma unroll
           for (int p = 0; p < 2; ++p) {
             const int k = 2 * q + p;
             const std::int64_t f = t0w + (k < a0 ? k : 120 + k);
-            const float v = (k < a0 ? sum[2 * h + p] : sum[60 + 2 * h + p]) + bias;
+            const float v = out(k < a0 ? sum[2 * h + p] : sum[60 + 2 * h + p], h, p);
             if (f < a.out_frames) row[f] = v;
           }
         }
       }
     } else {
       float* yb = a.y + t.b * a.y_bs + t.g * a.cout_g * a.y_cs;
+      // Whole tiles of 8-byte aligned rows store every pair without a bounds test.
+      const bool whole = a.y_vec2 && t.t0 + wg_t + kSsWgFrames <= a.out_frames;
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         const int co = co0 + 8 * h;
         if (co >= a.cout_g) continue;
         float* row = yb + co * a.y_cs;
-        const float bias = a.bias != nullptr ? __ldg(a.bias + t.g * a.cout_g + co) : 0.0f;
+        auto runs = [&](auto whole_tile) {
 #pragma unroll
-        for (int i = 0; i < 16; ++i) {
-          const std::int64_t f = tb + 8 * i;  // even
-          const float v0 = sum[4 * i + 2 * h] + bias, v1 = sum[4 * i + 2 * h + 1] + bias;
-          if (a.y_vec2 && f + 1 < a.out_frames) {
-            *reinterpret_cast<float2*>(row + f) = make_float2(v0, v1);
-          } else {
-            if (f < a.out_frames) row[f] = v0;
-            if (f + 1 < a.out_frames) row[f + 1] = v1;
+          for (int i = 0; i < 16; ++i) {
+            const std::int64_t f = tb + 8 * i;  // even
+            const float v0 = out(sum[4 * i + 2 * h], h, 2 * i);
+            const float v1 = out(sum[4 * i + 2 * h + 1], h, 2 * i + 1);
+            if (decltype(whole_tile)::value || (a.y_vec2 && f + 1 < a.out_frames)) {
+              *reinterpret_cast<float2*>(row + f) = make_float2(v0, v1);
+            } else {
+              if (f < a.out_frames) row[f] = v0;
+              if (f + 1 < a.out_frames) row[f + 1] = v1;
+            }
           }
+        };
+        if (whole) {
+          runs(std::true_type{});
+        } else {
+          runs(std::false_type{});
         }
       }
     }
-#pragma unroll
-    for (int i = 0; i < 64; ++i) sum[i] = 0.0f;
+    const bool ok = w_ok && (z[0] + z[1]) + (z[2] + z[3]) == 0.0f;
+    if (bar_any(kBarConsumer + cw, 128, !ok)) {
+      direct_outputs<kTransposed, false, kD2s>(
+          a, t.b, t.g, 0, PhaseView{a.in_offset, 0, a.out_frames}, t.start + wg_t,
+          t.nt * kCoTile + wg_co, 64, t.t0 + wg_t, kSsWgFrames, tid, 128);
+    }
     item += gridDim.x;
     if (item < items) t = tile_at(item);
   }
@@ -1241,6 +1313,21 @@ constexpr std::size_t kWgMaxSmem = 227 * 1024;
 // indices they use.
 constexpr std::uint32_t reciprocal(int d) {
   return static_cast<std::uint32_t>(((std::uint64_t{1} << 32) + d - 1) / d);
+}
+
+// floor((2^32 - 1) / d) for div_u32.
+std::uint32_t div_magic(std::int64_t d) {
+  return static_cast<std::uint32_t>(0xffffffffULL / static_cast<std::uint64_t>(d));
+}
+
+// The SS kernel's 32-bit tile divisions (WgArgs::items32), where its items number below 2^32.
+void set_tile_magic(WgArgs& a) {
+  const std::int64_t tiles = a.t_tiles * a.n_tiles;
+  a.items32 = a.bg_count * tiles < (std::int64_t{1} << 32);
+  if (!a.items32) return;
+  a.tiles_magic = div_magic(tiles);
+  a.groups_magic = div_magic(a.groups);
+  a.n_tiles_magic = div_magic(a.n_tiles);
 }
 
 // a.span and the reciprocals the kernels divide by.
@@ -1688,6 +1775,7 @@ void launch_ss(WgArgs a, int co_tile, cudaStream_t stream, const char* name,
   const int frames = ss_block_frames(co_tile);
   a.t_tiles = (a.out_frames + frames - 1) / frames;
   a.n_tiles = (a.cout_g + co_tile - 1) / co_tile;
+  set_tile_magic(a);
   CUtensorMap x_map{};
   set_input_map(a, x_map, geo.raw_room);
   a.x_extent = a.window > 0 ? (a.taps - 1) * a.dilation + a.window : a.raw_pitch;
