@@ -9,9 +9,11 @@
 #     TEST_CASES='cuda: 3xFP16*' scripts/gpu-ab.sh
 #
 # A variant is name[:VAR=value[,VAR=value...]]; "new" alone runs the working tree as it is.
-# On the lent machine the copy's git metadata can lag the working tree (in the twenty-third
-# session it named an earlier commit as HEAD while carrying the later tree): check the base hash
-# that the table's first line prints.
+# On the lent machine the copy's git metadata can lag the working tree (in the twenty-third and
+# twenty-fourth sessions it named an earlier commit as HEAD while carrying the later tree, and
+# REV=HEAD built that earlier commit): name the base by its hash (REV=10a312e), so that a stale
+# copy fails to find it instead of building another base, and check the hash that the table's
+# first line prints.
 set -u -o pipefail
 cd "$(dirname "$0")/.." || exit 1
 OUT=${OUT:-$PWD/gpu-ab-out}
