@@ -11,6 +11,7 @@
 
 #include "convbank/error.hpp"
 #include "core/backend.hpp"
+#include "cuda/dispatch.hpp"
 
 namespace convbank::detail::cuda {
 
@@ -111,6 +112,13 @@ inline int env_int(const char* name) {
 // An on-by-default feature's off switch: true when the variable is set to 0.
 inline bool env_off(const char* name) {
   return std::getenv(name) != nullptr && env_int(name) == 0;
+}
+
+// A three-way switch for A/B runs: unset, the dispatcher's rule (kAuto); 0, never; any other
+// value, always.
+inline WgmmaPolicy env_policy(const char* name) {
+  if (std::getenv(name) == nullptr) return WgmmaPolicy::kAuto;
+  return env_int(name) == 0 ? WgmmaPolicy::kNever : WgmmaPolicy::kAlways;
 }
 
 // Grid extents are capped; kernels loop over the rest (64-bit work counts).

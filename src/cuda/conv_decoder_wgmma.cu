@@ -710,11 +710,7 @@ int tma_stages(const DecArgs& a, const DecLayer& l, bool wide, CUtensorMap& map)
 // multiprocessors at least as evenly as 128-row ones, CONVBANK_CUDA_DECODER_WIDE=0 never, =1
 // wherever it fits; set_decoder_wide_policy for the tests). 16 columns only: with 32 the pair's
 // accumulators spill in its 96 registers.
-WgmmaPolicy wide_policy_from_env() {
-  if (std::getenv("CONVBANK_CUDA_DECODER_WIDE") == nullptr) return WgmmaPolicy::kAuto;
-  return env_int("CONVBANK_CUDA_DECODER_WIDE") == 0 ? WgmmaPolicy::kNever : WgmmaPolicy::kAlways;
-}
-std::atomic<WgmmaPolicy> g_wide{wide_policy_from_env()};
+std::atomic<WgmmaPolicy> g_wide{env_policy("CONVBANK_CUDA_DECODER_WIDE")};
 std::atomic<std::uint64_t> g_wide_launches{0};
 
 // The box of a tile of `rows` rows: the lead (up to 3 frames) and a multiple of 4 frames that is

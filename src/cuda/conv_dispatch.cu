@@ -142,11 +142,7 @@ constexpr std::int64_t kTinyConvFmas = std::int64_t{1} << 22;
 constexpr std::int64_t kWgmmaMinFmas = std::int64_t{1} << 24;
 
 std::atomic<WgmmaPolicy>& policy_slot() {
-  static std::atomic<WgmmaPolicy> slot{[] {
-    const char* v = std::getenv("CONVBANK_CUDA_WGMMA");
-    if (v == nullptr) return WgmmaPolicy::kAuto;
-    return std::string(v) == "0" ? WgmmaPolicy::kNever : WgmmaPolicy::kAlways;
-  }()};
+  static std::atomic<WgmmaPolicy> slot{env_policy("CONVBANK_CUDA_WGMMA")};
   return slot;
 }
 

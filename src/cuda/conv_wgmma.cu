@@ -1431,11 +1431,7 @@ SsGeometry ss_plan(int co_tile, int taps, int dilation, bool aligned, bool d2s, 
 // (128 tiles) 0.149 vs 0.124, x_dec4 (32 rows on the 64-row tile) 0.488 vs 0.460.
 // CONVBANK_CUDA_SS_HALF=0 turns it off, =1 takes it wherever it fits (read once;
 // set_ss_half_policy for the tests).
-WgmmaPolicy half_policy_from_env() {
-  if (std::getenv("CONVBANK_CUDA_SS_HALF") == nullptr) return WgmmaPolicy::kAuto;
-  return env_int("CONVBANK_CUDA_SS_HALF") == 0 ? WgmmaPolicy::kNever : WgmmaPolicy::kAlways;
-}
-std::atomic<WgmmaPolicy> g_ss_half{half_policy_from_env()};
+std::atomic<WgmmaPolicy> g_ss_half{env_policy("CONVBANK_CUDA_SS_HALF")};
 std::atomic<std::uint64_t> g_ss_half_launches;
 bool ss_half_fits(const SsGeometry& g, int taps) {
   return g.stages == kSsStages && g.window == 0 && g.ci_chunk % 16 == 0 && taps * g.ci_chunk <= 64;
@@ -1624,9 +1620,8 @@ void set_alignment(WgArgs& a) {
 // turns (log step 104 in docs/performance.md). CONVBANK_CUDA_SS_TURNS=0 never, =1 always (read
 // once; A/B runs).
 bool ss_turns(int taps) {
-  static const int forced =
-      std::getenv("CONVBANK_CUDA_SS_TURNS") == nullptr ? -1 : env_int("CONVBANK_CUDA_SS_TURNS");
-  return forced >= 0 ? forced != 0 : taps >= 3;
+  static const WgmmaPolicy policy = env_policy("CONVBANK_CUDA_SS_TURNS");
+  return policy == WgmmaPolicy::kAuto ? taps >= 3 : policy == WgmmaPolicy::kAlways;
 }
 
 // Windowed rows hold their copy lead inside their windows, so the split of a row whose copy
