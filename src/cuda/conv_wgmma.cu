@@ -1145,7 +1145,9 @@ __global__ void __launch_bounds__(kSsThreads, 1)
     // stored (the vote's barrier orders the two). The vote is fmaf(v, 0, z) chains, NaN once any
     // v is not finite (one instruction per value; the bounds-tested isfinite() it replaces was
     // about three). It takes in the values past the layer's last frame too: those are finite
-    // unless the frames the tile reads hold a NaN or Inf, and then so are outputs inside.
+    // unless the frames the tile reads hold a NaN or Inf, and then so are outputs inside. Voting
+    // before the stores made ptxas spill in the sector epilogue and measured no faster in the
+    // others (log step 106 in docs/performance.md).
     float z[4] = {0.0f, 0.0f, 0.0f, 0.0f};
     auto out = [&](float x, int h, int k) {
       const float v = fmaf(x, rs[h], rb[h]);
