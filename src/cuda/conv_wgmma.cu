@@ -1221,12 +1221,8 @@ __global__ void __launch_bounds__(kSsThreads, 1)
             }
           }
         };
-        if (whole) {
-          runs(std::true_type{});
-        } else {
-          runs(std::false_type{});
-        }
-        if (live && a0 != 0) {  // run 0 before the first boundary, run 15 after the last
+        with_constant<1, 1>(whole, runs);  // runs(1): no bounds tests
+        if (live && a0 != 0) {             // run 0 before the first boundary, run 15 after the last
 #pragma unroll
           for (int p = 0; p < 2; ++p) {
             const int k = 2 * q + p;
@@ -1259,11 +1255,7 @@ __global__ void __launch_bounds__(kSsThreads, 1)
             }
           }
         };
-        if (whole) {
-          runs(std::true_type{});
-        } else {
-          runs(std::false_type{});
-        }
+        with_constant<1, 1>(whole, runs);  // runs(1): no bounds tests
       }
     }
     const bool ok = w_ok && (z[0] + z[1]) + (z[2] + z[3]) == 0.0f;
