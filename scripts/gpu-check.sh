@@ -12,6 +12,8 @@
 #   STAGES="build bench" scripts/gpu-check.sh  # a subset: build test sanitize parity bench stream probe
 #   STREAM_ARGS="--count 2000" STAGES="build stream" scripts/gpu-check.sh
 #   BENCH_ARGS="--workload seedB" scripts/gpu-check.sh
+#   NCU_WORKLOAD=seedA NCU_KERNEL=wgmma_ss scripts/gpu-check.sh  # the kernel profiled (default:
+#     enc_tasnet's encoder)
 #   TEST_CASES='cuda:sanitize*' STAGES="build test bench" BENCH_ARGS="--workload dec_tasnet" \
 #     scripts/gpu-check.sh   # quick iteration: only these doctest cases, no CPU tests
 set -u -o pipefail
@@ -123,13 +125,29 @@ if has bench && [ -x "$BUILD/apps/bench_cuda/convbank-bench-cuda" ]; then
     CONVBANK_CUDA_S2D=0 timeout "$(budget 60)" "$BUILD/apps/bench_cuda/convbank-bench-cuda" \
       --no-cudnn --workload enc_stft512 --workload x_strided 2>/dev/null | grep -E '^\| (enc|x_)' \
       >>"$OUT/bench.md"
+    # One-channel encoders: the dispatcher's default, then the local-order encoder (opt-in), on
+    # 32 x 512 tiles, on 64-channel tiles and on four frames per lane.
+    enc_shapes="--shape 16,1,512,131072,16,8,0,1,1 --shape 8,1,512,160003,20,10,0,1,1
+      --shape 4,1,1024,131072,16,8,0,1,1 --shape 8,1,128,131072,3,1,0,1,1
+      --shape 16,1,256,131072,32,16,0,1,1 --shape 16,1,64,131071,16,8,3,1,1
+      --shape 8,1,512,131072,12,6,0,1,1 --shape 4,1,64,65536,5,1,2,1,1"
+    for v in CONVBANK_AB=default CONVBANK_CUDA_ENC_LOCAL=1 CONVBANK_CUDA_ENC_LOCAL=1,CONVBANK_CUDA_ENC_LOCAL_C=64 \
+      CONVBANK_CUDA_ENC_LOCAL=1,CONVBANK_CUDA_ENC_LOCAL_F=4; do
+      echo "## encoders, $v" >>"$OUT/bench.md"
+      # shellcheck disable=SC2086
+      env ${v//,/ } timeout "$(budget 40)" \
+        "$BUILD/apps/bench_cuda/convbank-bench-cuda" --no-cudnn --op conv1d $enc_shapes 2>/dev/null |
+        grep -E '^\| custom' >>"$OUT/bench.md"
+    done
+    # One kernel under Nsight Compute (NCU_WORKLOAD:NCU_KERNEL, a regex of its name).
     if command -v ncu >/dev/null; then
-      echo "## ncu seedA, tensor-core kernel" >>"$OUT/bench.md"
-      CONVBANK_CUDA_WGMMA=1 timeout "$(budget 60)" ncu --clock-control none --section SpeedOfLight \
-        --section WarpStateStats \
+      ncu_w=${NCU_WORKLOAD:-enc_tasnet}
+      echo "## ncu $ncu_w" >>"$OUT/bench.md"
+      timeout "$(budget 60)" ncu --clock-control none --section SpeedOfLight \
+        --section WarpStateStats --section MemoryWorkloadAnalysis \
         --section Occupancy --section SchedulerStats --section LaunchStats \
-        -k 'regex:wgmma_(ss|3xtf32)_kernel' -c 1 \
-        "$BUILD/apps/bench_cuda/convbank-bench-cuda" --no-cudnn --workload seedA --runs 20 2>&1 |
+        -k "regex:${NCU_KERNEL:-encoder}" -c 1 \
+        "$BUILD/apps/bench_cuda/convbank-bench-cuda" --no-cudnn --workload "$ncu_w" --runs 20 2>&1 |
         grep -vE '^\|' | tail -200 >>"$OUT/bench.md"
     fi
   fi

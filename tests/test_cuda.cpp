@@ -475,6 +475,9 @@ using PolicyScope =
 // (larger than a test's float64 oracle wants to check).
 using EncoderAlignedScope = ScopedPolicy<convbank::detail::cuda::encoder_aligned_policy,
                                          convbank::detail::cuda::set_encoder_aligned_policy>;
+// The local-order encoder.
+using EncoderLocalScope = ScopedPolicy<convbank::detail::cuda::encoder_local_policy,
+                                       convbank::detail::cuda::set_encoder_local_policy>;
 // The SS kernel's 3xFP16 products.
 using HalfScope = ScopedPolicy<convbank::detail::cuda::ss_half_policy,
                                convbank::detail::cuda::set_ss_half_policy>;
@@ -1589,6 +1592,79 @@ TEST_CASE("cuda: memory-bound kernels (encoder, depthwise, decoder) against the 
 // of one tile. Then stride-1 Conv1d layers of few outputs on the same kernel (taps reversed):
 // a vocoder's last layer, "same" padding, padding K - 1, groups, K 1 and K 32, 8 channels into
 // 32 columns, reflect padding (the dispatcher's edge pass).
+TEST_CASE("cuda:sanitize local-order encoder on every tile against the float64 oracle") {
+  CUDA_OR_SKIP();
+  namespace cc = convbank::detail::cuda;
+  const PolicyScope policy(cc::WgmmaPolicy::kNever);
+  const EncoderLocalScope local(cc::WgmmaPolicy::kAlways);
+  struct TileScope {
+    std::pair<int, int> before = cc::set_encoder_local_tile(32, 1);
+    ~TileScope() { cc::set_encoder_local_tile(before.first, before.second); }
+  } tile_scope;
+  using C = Conv1dOptions;
+  GridStats stats;
+  std::uint64_t seed = 5150;
+  int launches = 0;
+  auto conv = [&](const C& o, std::int64_t n, std::int64_t frames, bool strided) {
+    CHECK(std::string(kernel_of(Conv1d(o), Shape{n, o.in_channels, frames})) ==
+          "conv1d_encoder_local_ffma");
+    CHECK(run_config<Conv1d, C>(o, n, frames, strided, seed++, stats));
+    ++launches;
+  };
+  // Tiles of 32 x 256, 16 x 512, 8 x 1024 (four frames per lane where K <= 16, else two) and
+  // 64 x 512 frames: ragged channel and frame tiles, rows shorter than a tile, every count of
+  // taps held (4 to 32 by 4: K 1 to 32), strides 1 to 16 with and without the bank padding of
+  // the phase rows, dilation, every padding mode, groups, odd rows and strided views, and more
+  // tiles than resident blocks.
+  for (const auto& [channels, lanes] : {std::pair{32, 1}, {16, 2}, {8, 4}, {64, 2}}) {
+    CAPTURE(channels);
+    CAPTURE(lanes);
+    cc::set_encoder_local_tile(channels, lanes);
+    conv({.in_channels = 1, .out_channels = 512, .kernel_size = 16, .stride = 8}, 2, 12001, true);
+    conv({.in_channels = 1,
+          .out_channels = 70,
+          .kernel_size = 20,
+          .stride = 10,
+          .padding = 5,
+          .padding_mode = PaddingMode::kReflect},
+         2, 4000, false);
+    conv({.in_channels = 1, .out_channels = 48, .kernel_size = 8, .stride = 4, .dilation = 2}, 3,
+         4001, true);
+    conv({.in_channels = 3,
+          .out_channels = 60,
+          .kernel_size = 7,
+          .stride = 3,
+          .padding = 4,
+          .dilation = 2,
+          .groups = 3,
+          .padding_mode = PaddingMode::kCircular},
+         2, 1500, true);
+    conv({.in_channels = 1, .out_channels = 32, .kernel_size = 1}, 2, 700, false);
+    conv({.in_channels = 1, .out_channels = 256, .kernel_size = 32, .stride = 16, .bias = false}, 2,
+         8011, false);
+    conv({.in_channels = 1,
+          .out_channels = 128,
+          .kernel_size = 3,
+          .padding = 1,
+          .padding_mode = PaddingMode::kReplicate},
+         1, 2501, true);
+    conv({.in_channels = 1, .out_channels = 40, .kernel_size = 4, .stride = 6, .bias = false}, 2,
+         999, false);
+    conv({.in_channels = 1, .out_channels = 100, .kernel_size = 5, .stride = 3, .padding = 2}, 2,
+         777, true);
+    conv({.in_channels = 1, .out_channels = 64, .kernel_size = 16, .stride = 8}, 5, 1500, false);
+    conv({.in_channels = 2, .out_channels = 36, .kernel_size = 12, .stride = 2, .groups = 2}, 2,
+         6000, false);
+    conv({.in_channels = 1, .out_channels = 96, .kernel_size = 26, .stride = 13}, 2, 5000, true);
+    conv({.in_channels = 1, .out_channels = 20, .kernel_size = 23, .stride = 5, .padding = 11}, 1,
+         3000, false);
+  }
+  MESSAGE("local-order encoder: ", launches, " launches, worst ", stats.worst, " at ",
+          stats.worst_config);
+  CHECK(launches == 52);
+  CHECK(stats.worst <= kTolerance);
+}
+
 TEST_CASE("cuda: tensor-core decoders against the float64 oracle") {
   CUDA_OR_SKIP();
   namespace cc = convbank::detail::cuda;

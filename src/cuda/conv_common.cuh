@@ -121,6 +121,18 @@ inline WgmmaPolicy env_policy(const char* name) {
   return env_int(name) == 0 ? WgmmaPolicy::kNever : WgmmaPolicy::kAlways;
 }
 
+// i / d for i < 2^32, with m = div_magic(d) = floor((2^32 - 1) / d): the multiply-high's
+// estimate is the quotient or one below it (i m / 2^32 > i / d - 1), so one correction makes it
+// exact. A division by a runtime value is about 20 instructions otherwise.
+__device__ __forceinline__ std::uint32_t div_u32(std::uint32_t i, std::uint32_t d,
+                                                 std::uint32_t m) {
+  const std::uint32_t q = __umulhi(i, m);
+  return i - q * d >= d ? q + 1 : q;
+}
+inline std::uint32_t div_magic(std::int64_t d) {
+  return static_cast<std::uint32_t>(0xffffffffULL / static_cast<std::uint64_t>(d));
+}
+
 // Grid extents are capped; kernels loop over the rest (64-bit work counts).
 constexpr std::int64_t kMaxGridX = 1LL << 30;
 constexpr std::int64_t kMaxGridYZ = 65535;
@@ -214,6 +226,14 @@ std::int64_t conv1d_encoder2_tiles(const Conv1dParams& p);
 void launch_conv1d_encoder2(const Conv1dParams& p, TensorView<const float> x, const float* w,
                             const float* bias, TensorView<float> y, cudaStream_t stream,
                             const char* name);
+// One-channel encoders with K <= 32 in tiles taken in frame order by persistent blocks
+// (conv1d_encoder_local_ffma).
+bool conv1d_encoder_local_supported(const Conv1dParams& p);
+// Its tiles, 0 where it does not apply.
+std::int64_t conv1d_encoder_local_tiles(const Conv1dParams& p);
+void launch_conv1d_encoder_local(const Conv1dParams& p, TensorView<const float> x, const float* w,
+                                 const float* bias, TensorView<float> y, cudaStream_t stream,
+                                 const char* name);
 bool conv1d_depthwise_supported(const Conv1dParams& p);
 void launch_conv1d_depthwise(const Conv1dParams& p, TensorView<const float> x, const float* w,
                              const float* bias, TensorView<float> y, cudaStream_t stream,

@@ -127,6 +127,7 @@ enum class Family {
   kWgmma,
   kEncoder,
   kEncoder2,
+  kEncoderLocal,
   kDepthwise,
   kDecoder,
   kDecoderWgmma,
@@ -223,6 +224,22 @@ bool encoder2_wins(const Conv1dParams& p) {
   if (const auto forced = forced_by(encoder_aligned_slot().load())) return *forced;
   const std::int64_t taps = (p.kernel_size + p.stride - 1) / p.stride;
   return p.stride >= 2 && p.stride <= 4 && taps >= 2 && conv1d_encoder2_tiles(p) >= 4LL * num_sms();
+}
+
+std::atomic<WgmmaPolicy>& encoder_local_slot() {
+  static std::atomic<WgmmaPolicy> slot{env_policy("CONVBANK_CUDA_ENC_LOCAL")};
+  return slot;
+}
+
+// The local-order encoder (log step 107 in docs/performance.md): opt-in for now. In its first
+// A/B call on the H200 (ms, local with 32 x 512 tiles vs conv1d_encoder_ffma) enc_tasnet 0.218
+// vs 0.248, 4 x 1 -> 1024 0.110 vs 0.128, 8 x 1 -> 128, K 3, s 1 0.201 vs 0.247, 8 x 1 -> 512,
+// K 12, s 6 0.140 vs 0.163, but K 20, s 10 0.181 vs 0.147 (20 taps then ran as 32); the kernel
+// as it is now (taps held = K rounded up to 4) has not run on a GPU yet. Once it has, the rule
+// to take: K <= 32 and at least two tiles per multiprocessor (conv1d_encoder_local_tiles).
+bool encoder_local_wins(const Conv1dParams&) {
+  if (const auto forced = forced_by(encoder_local_slot().load())) return *forced;
+  return false;
 }
 
 // CONVBANK_CUDA_DECODER_WGMMA=0: the tensor-core decoder kernel off, for both layer kinds.
@@ -542,6 +559,9 @@ Choice choose_zeros_or_native(const Conv1dParams& p) {
   if (cin_g == 1 && conv1d_encoder2_supported(p) && encoder2_wins(p)) {
     return {Family::kEncoder2, GemmTile::k128x128, "conv1d_encoder_aligned_ffma"};
   }
+  if (cin_g == 1 && cout_g >= 16 && conv1d_encoder_local_supported(p) && encoder_local_wins(p)) {
+    return {Family::kEncoderLocal, GemmTile::k128x128, "conv1d_encoder_local_ffma"};
+  }
   if (cin_g == 1 && cout_g >= 16 && conv1d_encoder_supported(p)) {
     return {Family::kEncoder, GemmTile::k128x128, "conv1d_encoder_ffma"};
   }
@@ -696,6 +716,12 @@ void set_encoder_aligned_policy(WgmmaPolicy policy) {
 WgmmaPolicy encoder_aligned_policy() {
   return encoder_aligned_slot().load();
 }
+void set_encoder_local_policy(WgmmaPolicy policy) {
+  encoder_local_slot().store(policy);
+}
+WgmmaPolicy encoder_local_policy() {
+  return encoder_local_slot().load();
+}
 
 const char* conv1d_kernel_name(const Conv1dParams& p) {
   return choose(p).name;
@@ -737,6 +763,9 @@ void launch_conv1d(const Choice& c, const Conv1dParams& p, TensorView<const floa
       break;
     case Family::kEncoder2:
       launch_conv1d_encoder2(p, input, weight, bias, output, s, c.name);
+      break;
+    case Family::kEncoderLocal:
+      launch_conv1d_encoder_local(p, input, weight, bias, output, s, c.name);
       break;
     case Family::kDepthwise:
       launch_conv1d_depthwise(p, input, weight, bias, output, s, c.name);
@@ -791,6 +820,7 @@ void conv_transpose1d(const ConvTranspose1dParams& p, TensorView<const float> in
     case Family::kDirectFlat:
     case Family::kEncoder:
     case Family::kEncoder2:
+    case Family::kEncoderLocal:
     case Family::kDepthwise:
     case Family::kS2d:
       launch_conv_transpose1d_direct(p, input, weight, bias, output, s, c.name);

@@ -9,6 +9,10 @@
 //                                thread stores 4 frames from a 16-byte boundary of their row
 //                                as one float4; a block walks 1024-frame tiles of one channel
 //                                tile, the next window copied while the current is computed.
+//   conv1d_encoder_local_ffma    the same layers with K <= 32: persistent blocks take tiles of
+//                                32 channels x 256 frames with the frame tiles fastest (the
+//                                resident blocks write neighbouring rows), the next tile's
+//                                window copied while the current is computed.
 //   conv1d_depthwise_staged      one input channel per group, < 16 outputs per group: a block
 //                                stages the window of 1024..4096 frames of one row.
 //   conv_transpose1d_decoder_ffma  few outputs per group (decoders), stride 2..16, K a multiple
@@ -16,8 +20,10 @@
 //                                channel and streams all channels, adding its register sums to
 //                                running sums in shared memory every 32.
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdint>
+#include <string>
 #include <type_traits>
 
 #include "cuda/conv_common.cuh"
@@ -299,6 +305,27 @@ __device__ __forceinline__ void encoder2_class(float (&acc)[kEnc2Class][4], cons
   }
 }
 
+// Copies input positions pos0 .. pos0 + window - 1 of xrow into sx split into `stride` phase rows
+// of `row` words (position i at (i % s) * row + i / s, so that lanes on consecutive frames read
+// consecutive words of a phase row): asynchronously where they lie inside the row (the caller
+// commits the group), the padding around it by plain stores.
+template <int kThreads>
+__device__ __forceinline__ void copy_phase_window(const EncoderArgs& a, const float* xrow,
+                                                  std::int64_t pos0, int window, int row,
+                                                  float* sx) {
+  const int s = a.stride;
+  for (int i = threadIdx.x; i < window; i += kThreads) {
+    const int q = s == 1 ? i : static_cast<int>(__umulhi(static_cast<unsigned>(i), a.s_magic));
+    float* dst = sx + (i - q * s) * row + q;
+    const std::int64_t pos = pos0 + i;
+    if (static_cast<std::uint64_t>(pos) < static_cast<std::uint64_t>(a.in_frames)) {
+      cp_async4(smem_addr(dst), xrow + pos, true);
+    } else {
+      *dst = load_padded(xrow, pos, a.in_frames, a.mode);
+    }
+  }
+}
+
 // Copies the window of frame tile `bt` (batch-major) into `sx`, split into phase rows:
 // asynchronously where it lies inside the row, the padding around it by plain stores (both are
 // visible after the caller's wait and barrier).
@@ -307,17 +334,7 @@ __device__ __forceinline__ void encoder2_window(const Enc2Args& a, const float* 
   const int s = a.stride;
   const std::int64_t b = bt / a.t_tiles;
   const std::int64_t pos0 = (bt - b * a.t_tiles) * kEnc2Frames * s - 4 * s - a.pad;
-  const float* xrow = xg + b * a.x_bs;
-  for (int i = threadIdx.x; i < a.window; i += kEnc2Threads) {
-    const int q = s == 1 ? i : static_cast<int>(__umulhi(static_cast<unsigned>(i), a.s_magic));
-    float* dst = sx + (i - q * s) * a.row + q;
-    const std::int64_t pos = pos0 + i;
-    if (static_cast<std::uint64_t>(pos) < static_cast<std::uint64_t>(a.in_frames)) {
-      cp_async4(smem_addr(dst), xrow + pos, true);
-    } else {
-      *dst = load_padded(xrow, pos, a.in_frames, a.mode);
-    }
-  }
+  copy_phase_window<kEnc2Threads>(a, xg + b * a.x_bs, pos0, a.window, a.row, sx);
   cp_async_commit();
 }
 
@@ -427,6 +444,177 @@ __global__ void __launch_bounds__(kEnc2Threads, 2) conv1d_encoder2_kernel(Enc2Ar
       }
       __syncthreads();  // this window is no longer read
     }
+  }
+}
+
+// ---- encoder, local order --------------------------------------------------------------------
+//
+// The encoders above give each block a channel tile and let it walk frame tiles, so the blocks
+// resident at a time write to all of the output's rows at once. Log step 102's probe measured
+// the same bytes written as small tiles with the frame tiles running fastest across the grid
+// (the blocks resident at a time then write a few hundred neighbouring rows): 0.138-0.143 ms for
+// enc_tasnet's output against 0.178 and more for row-owning patterns. Step 103 ran the encoder
+// above on such tiles, one per block, and lost what its staging per tile and its barriers cost
+// (0.264 ms). This kernel keeps the order and hides the staging: persistent blocks take the
+// tiles in grid order (tile i, i + grid, ...), so the resident blocks still cover a run of
+// neighbouring tiles, and each block copies the next tile's weights and input window
+// (asynchronously) while it computes the current one. A lane keeps its F frames' input window
+// in registers (K <= KT taps) and loops over the tile's channels: per channel, KT / 4 broadcast
+// float4 weights, KT x F multiply-adds and F 4-byte stores, each warp store 32 consecutive
+// frames of one row.
+
+constexpr int kLocThreads = 256;
+constexpr int kLocMaxTaps = 32;
+// Dynamic shared memory of a block: two buffers of weights, bias and window, and the tap table.
+constexpr int kLocSmemFloats = 24576;
+
+struct LocArgs : EncoderArgs {
+  int dilation;
+  int C;          // channels per tile, a multiple of 4
+  int frames;     // frames per tile, 256 x F
+  int window;     // input positions a tile reads
+  int phase_len;  // words per phase row of a staged window
+  int buf;        // floats per buffer: weights [C][KT], bias [C], window [stride][phase_len]
+  // Tiles (frame tile fastest, then channel tile, group, batch), below 2^31, decoded with
+  // div_u32.
+  std::uint32_t n_tiles, t_tiles32, c_tiles32, groups32;
+  std::uint32_t t_magic, c_magic, g_magic;
+};
+
+struct LocTile {
+  std::uint32_t tt, g, b;
+  std::int64_t o0;  // first channel of the tile, in its group
+};
+
+__device__ __forceinline__ LocTile local_tile_of(const LocArgs& a, std::uint32_t tile) {
+  LocTile t;
+  const std::uint32_t r1 = div_u32(tile, a.t_tiles32, a.t_magic);
+  t.tt = tile - r1 * a.t_tiles32;
+  const std::uint32_t r2 = div_u32(r1, a.c_tiles32, a.c_magic);
+  t.o0 = std::int64_t{r1 - r2 * a.c_tiles32} * a.C;
+  t.b = div_u32(r2, a.groups32, a.g_magic);
+  t.g = r2 - t.b * a.groups32;
+  return t;
+}
+
+// Issues the copies of a tile's weights, bias and input window (split into `stride` phase rows,
+// position i at (i % s, i / s)) into buf, as one commit group; the padding around the row by
+// plain stores. Both are visible after the caller's wait and barrier.
+template <int KT>
+__device__ __forceinline__ void local_stage(const LocArgs& a, std::uint32_t tile, float* buf) {
+  const LocTile t = local_tile_of(a, tile);
+  float* sw = buf;
+  float* sb = sw + a.C * KT;
+  float* sx = sb + a.C;
+  const std::int64_t oc0 = std::int64_t{t.g} * a.cout_g + t.o0;
+  for (int i = threadIdx.x; i < a.C * KT; i += kLocThreads) {
+    const int c = i / KT;
+    const int k = i - c * KT;
+    const bool ok = k < a.K && t.o0 + c < a.cout_g;
+    cp_async4(smem_addr(sw + i), ok ? a.w + (oc0 + c) * a.K + k : a.w, ok);
+  }
+  for (int c = threadIdx.x; c < a.C; c += kLocThreads) {
+    const bool ok = a.bias != nullptr && t.o0 + c < a.cout_g;
+    cp_async4(smem_addr(sb + c), ok ? a.bias + oc0 + c : a.w, ok);
+  }
+  const float* xrow = a.x + std::int64_t{t.b} * a.x_bs + std::int64_t{t.g} * a.x_cs;
+  const std::int64_t pos0 = std::int64_t{t.tt} * a.frames * a.stride - a.pad;
+  copy_phase_window<kLocThreads>(a, xrow, pos0, a.window, a.phase_len, sx);
+  cp_async_commit();
+}
+
+// One tile from its staged buffer: lane l of warp w computes frames w * 32 F + 32 j + l (j < F)
+// of every channel of the tile.
+template <int KT, int F, bool kStream, bool kWhole>
+__device__ __forceinline__ void local_compute(const LocArgs& a, std::uint32_t tile,
+                                              const float* buf, const int* soff) {
+  const LocTile t = local_tile_of(a, tile);
+  const float* sw = buf;
+  const float* sb = sw + a.C * KT;
+  const float* sx = sb + a.C;
+  const int tl = (threadIdx.x >> 5) * 32 * F + (threadIdx.x & 31);
+  // Taps past K read as zeros (their weights are zeros too), so no Inf meets a zero weight.
+  float xv[F][KT];
+#pragma unroll
+  for (int k = 0; k < KT; ++k) {
+    const int off = k < a.K ? soff[k] + tl : 0;
+#pragma unroll
+    for (int j = 0; j < F; ++j) xv[j][k] = k < a.K ? sx[off + 32 * j] : 0.0f;
+  }
+  const std::int64_t f0 = std::int64_t{t.tt} * a.frames + tl;
+  float* yp =
+      a.y + std::int64_t{t.b} * a.y_bs + (std::int64_t{t.g} * a.cout_g + t.o0) * a.y_cs + f0;
+  const int rows = static_cast<int>(min(std::int64_t{a.C}, a.cout_g - t.o0));
+#pragma unroll 2
+  for (int c = 0; c < rows; ++c) {
+    float acc[F];
+    const float bias = sb[c];
+#pragma unroll
+    for (int j = 0; j < F; ++j) acc[j] = bias;
+    const float* wc = sw + c * KT;
+#pragma unroll
+    for (int k4 = 0; k4 < KT / 4; ++k4) {
+      const float4 w4 = *reinterpret_cast<const float4*>(wc + 4 * k4);
+#pragma unroll
+      for (int j = 0; j < F; ++j) {
+        acc[j] = fmaf(w4.x, xv[j][4 * k4 + 0], acc[j]);
+        acc[j] = fmaf(w4.y, xv[j][4 * k4 + 1], acc[j]);
+        acc[j] = fmaf(w4.z, xv[j][4 * k4 + 2], acc[j]);
+        acc[j] = fmaf(w4.w, xv[j][4 * k4 + 3], acc[j]);
+      }
+    }
+#pragma unroll
+    for (int j = 0; j < F; ++j) {
+      if (kWhole || f0 + 32 * j < a.out_frames) {
+        if (kStream) {
+          __stcs(yp + 32 * j, acc[j]);
+        } else {
+          yp[32 * j] = acc[j];
+        }
+      }
+    }
+    yp += a.y_cs;
+  }
+}
+
+// Blocks per multiprocessor by the registers the window takes (KT x F): four (64 registers) up to
+// 32, the default tile's (K 16, two frames per lane: it measured at 62 registers, and ptxas
+// otherwise gave it anything from 62 to 76 as the code around it changed), three up to 48.
+constexpr int local_min_blocks(int window_registers) {
+  return window_registers <= 32 ? 4 : window_registers <= 48 ? 3 : 2;
+}
+template <int KT, int F, bool kStream>
+__global__ void __launch_bounds__(kLocThreads, local_min_blocks(KT* F))
+    conv1d_encoder_local_kernel(LocArgs a) {
+  extern __shared__ __align__(16) float sm[];
+  int* soff = reinterpret_cast<int*>(sm);  // [KT]: tap k's first word in a staged window
+  float* buf0 = sm + KT;
+  const int s = a.stride;
+  // Tap k reads window position t * s + k * d: phase row (k * d) % s, column t + (k * d) / s.
+  for (int k = threadIdx.x; k < a.K; k += kLocThreads) {
+    const int kd = k * a.dilation;
+    soff[k] = (kd % s) * a.phase_len + kd / s;
+  }
+  std::uint32_t tile = blockIdx.x;
+  if (tile < a.n_tiles) local_stage<KT>(a, tile, buf0);
+  for (int buf = 0; tile < a.n_tiles; tile += gridDim.x, buf ^= 1) {
+    const std::uint32_t next = tile + gridDim.x;
+    if (next < a.n_tiles) {
+      // The other buffer was last read before the barrier that ended the previous tile.
+      local_stage<KT>(a, next, buf0 + (buf ^ 1) * a.buf);
+      cp_async_wait<1>();
+    } else {
+      cp_async_wait<0>();
+    }
+    __syncthreads();
+    const float* cur = buf0 + buf * a.buf;
+    const std::uint32_t tt = tile - div_u32(tile, a.t_tiles32, a.t_magic) * a.t_tiles32;
+    if ((std::int64_t{tt} + 1) * a.frames <= a.out_frames) {
+      local_compute<KT, F, kStream, true>(a, tile, cur, soff);
+    } else {
+      local_compute<KT, F, kStream, false>(a, tile, cur, soff);
+    }
+    __syncthreads();  // this buffer is no longer read
   }
 }
 
@@ -904,6 +1092,157 @@ void launch_conv1d_encoder2(const Conv1dParams& p, TensorView<const float> x, co
   const dim3 grid(grid_dim((n_bt + rounds - 1) / rounds, kMaxGridX), grid_dim(c_all, kMaxGridYZ));
   const std::size_t smem = sizeof(float) * static_cast<std::size_t>(encoder2_smem_floats(p));
   conv1d_encoder2_kernel<<<grid, kEnc2Threads, smem, stream>>>(a);
+  check_launch(name, p);
+}
+
+// ---- local-order encoder ---------------------------------------------------------------------
+
+namespace {
+
+// Channels per tile and frames per lane (a tile: C channels x 256 F frames), read once from
+// CONVBANK_CUDA_ENC_LOCAL_C / _F for A/B runs; set_encoder_local_tile for the tests. 32 x 512
+// measured fastest of 8 to 64 channels and one or two frames per lane (log step 107);
+// CONVBANK_CUDA_ENC_LOCAL_STCS=1 stores with evict-first hints.
+std::atomic<int> g_local_c{
+    env_int("CONVBANK_CUDA_ENC_LOCAL_C") > 0 ? env_int("CONVBANK_CUDA_ENC_LOCAL_C") : 32};
+const bool g_local_stream = env_int("CONVBANK_CUDA_ENC_LOCAL_STCS") != 0;
+std::atomic<int> g_local_f{
+    env_int("CONVBANK_CUDA_ENC_LOCAL_F") > 0 ? env_int("CONVBANK_CUDA_ENC_LOCAL_F") : 2};
+
+// Taps held in registers: K rounded up to a multiple of 4 (the weights are read as float4).
+int local_taps(std::int64_t k) {
+  return static_cast<int>((k + 3) / 4 * 4);
+}
+
+// The geometry of a launch (no views); false where the layer does not fit the kernel.
+bool local_geometry(LocArgs& a, const Conv1dParams& p) {
+  // No wider than the group's channels (rounded up to 4): a tile's rows past them would be idle.
+  const std::int64_t want_c = std::min<std::int64_t>(
+      std::clamp(g_local_c.load(std::memory_order_relaxed), 4, 256), p.out_channels / p.groups);
+  const int C = static_cast<int>((want_c + 3) / 4 * 4);
+  const int want_f = g_local_f.load(std::memory_order_relaxed);
+  // Four frames per lane only with 16 taps or fewer (64 registers of window).
+  const int F = want_f >= 4 && p.kernel_size <= 16 ? 4 : want_f >= 2 ? 2 : 1;
+  if (p.in_channels != p.groups || p.kernel_size > kLocMaxTaps) return false;
+  const std::int64_t cout_g = p.out_channels / p.groups;
+  const std::int64_t frames = 256LL * F;
+  const std::int64_t window = (frames - 1) * p.stride + (p.kernel_size - 1) * p.dilation + 1;
+  std::int64_t phase_len = (window + p.stride - 1) / p.stride;
+  // Consecutive threads copy positions i .. i + 31 to rows i % s at columns i / s: for strides
+  // that divide 32, a row length of 32 / s modulo 32 puts them on 32 banks.
+  if (p.stride > 1 && 32 % p.stride == 0) {
+    while (phase_len % 32 != 32 / p.stride) ++phase_len;
+  }
+  const std::int64_t t_tiles = (p.out_frames + frames - 1) / frames;
+  const std::int64_t c_tiles = (cout_g + C - 1) / C;
+  const std::int64_t n_tiles = t_tiles * c_tiles * p.groups * p.batch;
+  const int kt = local_taps(p.kernel_size);
+  const std::int64_t buf = (C * kt + C + p.stride * phase_len + 3) / 4 * 4;
+  if (n_tiles >= (std::int64_t{1} << 31) || kt + 2 * buf > kLocSmemFloats) return false;
+  a.cout_g = cout_g;
+  a.groups = p.groups;
+  a.batch = p.batch;
+  a.t_tiles = t_tiles;
+  a.c_tiles = c_tiles;
+  a.dilation = static_cast<int>(p.dilation);
+  a.C = C;
+  a.frames = static_cast<int>(frames);
+  a.window = static_cast<int>(window);
+  a.phase_len = static_cast<int>(phase_len);
+  a.buf = static_cast<int>(buf);
+  a.n_tiles = static_cast<std::uint32_t>(n_tiles);
+  a.t_tiles32 = static_cast<std::uint32_t>(t_tiles);
+  a.c_tiles32 = static_cast<std::uint32_t>(c_tiles);
+  a.groups32 = static_cast<std::uint32_t>(p.groups);
+  a.t_magic = div_magic(t_tiles);
+  a.c_magic = div_magic(c_tiles);
+  a.g_magic = div_magic(p.groups);
+  return true;
+}
+
+template <int KT, int F, bool kStream>
+void launch_local(const LocArgs& a, std::size_t smem, cudaStream_t stream) {
+  const auto kernel = conv1d_encoder_local_kernel<KT, F, kStream>;
+  // Above 48 KB a kernel must opt in to its dynamic shared memory (once, for the largest size).
+  static const cudaError_t opted = cudaFuncSetAttribute(
+      kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, sizeof(float) * kLocSmemFloats);
+  check_cuda(opted, "cudaFuncSetAttribute (local encoder shared memory)");
+  int per_sm = 0;
+  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kLocThreads, smem) !=
+      cudaSuccess) {
+    cudaGetLastError();
+    per_sm = 1;
+  }
+  const std::int64_t resident = std::int64_t{std::max(per_sm, 1)} * num_sms();
+  const std::int64_t blocks = std::min<std::int64_t>(a.n_tiles, resident);
+  kernel<<<static_cast<unsigned>(blocks), kLocThreads, smem, stream>>>(a);
+}
+
+template <bool kStream, int KT>
+void launch_local_frames(const LocArgs& a, std::size_t smem, cudaStream_t stream) {
+  const int f = a.frames / 256;
+  if constexpr (KT <= 16) {
+    if (f == 4) return launch_local<KT, 4, kStream>(a, smem, stream);
+  }
+  if (f == 2) return launch_local<KT, 2, kStream>(a, smem, stream);
+  launch_local<KT, 1, kStream>(a, smem, stream);
+}
+
+template <bool kStream>
+void launch_local_taps(const LocArgs& a, int kt, std::size_t smem, cudaStream_t stream) {
+  switch (kt) {
+    case 4:
+      return launch_local_frames<kStream, 4>(a, smem, stream);
+    case 8:
+      return launch_local_frames<kStream, 8>(a, smem, stream);
+    case 12:
+      return launch_local_frames<kStream, 12>(a, smem, stream);
+    case 16:
+      return launch_local_frames<kStream, 16>(a, smem, stream);
+    case 20:
+      return launch_local_frames<kStream, 20>(a, smem, stream);
+    case 24:
+      return launch_local_frames<kStream, 24>(a, smem, stream);
+    case 28:
+      return launch_local_frames<kStream, 28>(a, smem, stream);
+    default:
+      return launch_local_frames<kStream, 32>(a, smem, stream);
+  }
+}
+
+}  // namespace
+
+bool conv1d_encoder_local_supported(const Conv1dParams& p) {
+  LocArgs a{};
+  return local_geometry(a, p);
+}
+
+std::int64_t conv1d_encoder_local_tiles(const Conv1dParams& p) {
+  LocArgs a{};
+  return local_geometry(a, p) ? a.n_tiles : 0;
+}
+
+std::pair<int, int> set_encoder_local_tile(int channels, int frames_per_lane) {
+  return {g_local_c.exchange(channels, std::memory_order_relaxed),
+          g_local_f.exchange(frames_per_lane, std::memory_order_relaxed)};
+}
+
+void launch_conv1d_encoder_local(const Conv1dParams& p, TensorView<const float> x, const float* w,
+                                 const float* bias, TensorView<float> y, cudaStream_t stream,
+                                 const char* name) {
+  LocArgs a{};
+  set_encoder_args(a, p, x, w, bias, y);
+  if (!local_geometry(a, p)) {
+    throw Error(std::string(name) + ": the layer does not fit the local-order encoder");
+  }
+  if (a.n_tiles == 0) return;
+  const int kt = local_taps(p.kernel_size);
+  const std::size_t smem = sizeof(float) * static_cast<std::size_t>(kt + 2 * a.buf);
+  if (g_local_stream) {
+    launch_local_taps<true>(a, kt, smem, stream);
+  } else {
+    launch_local_taps<false>(a, kt, smem, stream);
+  }
   check_launch(name, p);
 }
 

@@ -266,13 +266,6 @@ __device__ __forceinline__ int pow2_scale_exponent(std::uint32_t max_bits, int t
 __device__ __forceinline__ float exp2_int(int e) {
   return __uint_as_float(static_cast<std::uint32_t>(127 + e) << 23);
 }
-// i / d for i < 2^32, with m = floor((2^32 - 1) / d): the multiply-high's estimate is the
-// quotient or one below it (i m / 2^32 > i / d - 1), so one correction makes it exact.
-__device__ __forceinline__ std::uint32_t div_u32(std::uint32_t i, std::uint32_t d,
-                                                 std::uint32_t m) {
-  const std::uint32_t q = __umulhi(i, m);
-  return i - q * d >= d ? q + 1 : q;
-}
 // Two values (already scaled) as hi and lo fp16 pairs, packed.
 __device__ __forceinline__ void split_f16x2(float x0, float x1, std::uint32_t& hi,
                                             std::uint32_t& lo) {
@@ -1307,11 +1300,6 @@ constexpr std::size_t kWgMaxSmem = 227 * 1024;
 // indices they use.
 constexpr std::uint32_t reciprocal(int d) {
   return static_cast<std::uint32_t>(((std::uint64_t{1} << 32) + d - 1) / d);
-}
-
-// floor((2^32 - 1) / d) for div_u32.
-std::uint32_t div_magic(std::int64_t d) {
-  return static_cast<std::uint32_t>(0xffffffffULL / static_cast<std::uint64_t>(d));
 }
 
 // The SS kernel's 32-bit tile divisions (WgArgs::items32), where its items number below 2^32.

@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <utility>
 
 #include "../core/backend.hpp"  // relative: the tests and the benchmark include this header too
 
@@ -31,6 +32,13 @@ WgmmaPolicy wgmma_policy();
 // (CONVBANK_CUDA_ENC_ALIGNED=0 sets the start value).
 void set_encoder_aligned_policy(WgmmaPolicy policy);
 WgmmaPolicy encoder_aligned_policy();
+// The same for the local-order encoder (conv1d_encoder_local_ffma; CONVBANK_CUDA_ENC_LOCAL=0|1),
+// and its tile for the tests: channels (rounded up to a multiple of 4) x 256 frames_per_lane
+// frames (1, 2, or 4 where K <= 16; CONVBANK_CUDA_ENC_LOCAL_C / _F set the start values, 32 and
+// 2); returns the tile set before.
+void set_encoder_local_policy(WgmmaPolicy policy);
+WgmmaPolicy encoder_local_policy();
+std::pair<int, int> set_encoder_local_tile(int channels, int frames_per_lane);
 
 // The most bytes of stream-ordered workspace the tap groups (conv1d_taps_*,
 // conv_transpose1d_taps_*) hold for the groups' partial outputs, 1 GiB to start with; layers

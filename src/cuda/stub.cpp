@@ -82,6 +82,13 @@ void set_encoder_aligned_policy(WgmmaPolicy) {}
 WgmmaPolicy encoder_aligned_policy() {
   return WgmmaPolicy::kNever;
 }
+void set_encoder_local_policy(WgmmaPolicy) {}
+WgmmaPolicy encoder_local_policy() {
+  return WgmmaPolicy::kNever;
+}
+std::pair<int, int> set_encoder_local_tile(int, int) {
+  return {0, 0};
+}
 WgmmaPolicy wgmma_policy() {
   return WgmmaPolicy::kNever;
 }
