@@ -231,15 +231,15 @@ std::atomic<WgmmaPolicy>& encoder_local_slot() {
   return slot;
 }
 
-// The local-order encoder (log step 107 in docs/performance.md): opt-in for now. In its first
-// A/B call on the H200 (ms, local with 32 x 512 tiles vs conv1d_encoder_ffma) enc_tasnet 0.218
-// vs 0.248, 4 x 1 -> 1024 0.110 vs 0.128, 8 x 1 -> 128, K 3, s 1 0.201 vs 0.247, 8 x 1 -> 512,
-// K 12, s 6 0.140 vs 0.163, but K 20, s 10 0.181 vs 0.147 (20 taps then ran as 32); the kernel
-// as it is now (taps held = K rounded up to 4) has not run on a GPU yet. Once it has, the rule
-// to take: K <= 32 and at least two tiles per multiprocessor (conv1d_encoder_local_tiles).
-bool encoder_local_wins(const Conv1dParams&) {
+// The local-order encoder where its tiles fill the GPU twice: on the H200 (log step 107 in
+// docs/performance.md, ms, local vs conv1d_encoder_ffma, one run each in the same call) enc_tasnet
+// 0.192 vs 0.246, 4 x 1 -> 1024 0.104 vs 0.127, 8 x 1 -> 128, K 3, s 1 0.188 vs 0.248, 8 x 1 ->
+// 512, K 12, s 6 0.125 vs 0.160, K 20, s 10 0.116 vs 0.142, K 32, s 16 0.088 vs 0.108; with fewer
+// tiles the other encoder's 128-frame tiles spread the work better. The aligned encoder keeps the
+// layers it wins (strides 2..4).
+bool encoder_local_wins(const Conv1dParams& p) {
   if (const auto forced = forced_by(encoder_local_slot().load())) return *forced;
-  return false;
+  return conv1d_encoder_local_tiles(p) >= 2LL * num_sms();
 }
 
 // CONVBANK_CUDA_DECODER_WGMMA=0: the tensor-core decoder kernel off, for both layer kinds.

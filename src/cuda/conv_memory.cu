@@ -1100,14 +1100,12 @@ void launch_conv1d_encoder2(const Conv1dParams& p, TensorView<const float> x, co
 namespace {
 
 // Channels per tile and frames per lane (a tile: C channels x 256 F frames), read once from
-// CONVBANK_CUDA_ENC_LOCAL_C / _F for A/B runs; set_encoder_local_tile for the tests. 32 x 512
-// measured fastest of 8 to 64 channels and one or two frames per lane (log step 107);
-// CONVBANK_CUDA_ENC_LOCAL_STCS=1 stores with evict-first hints.
-std::atomic<int> g_local_c{
-    env_int("CONVBANK_CUDA_ENC_LOCAL_C") > 0 ? env_int("CONVBANK_CUDA_ENC_LOCAL_C") : 32};
+// CONVBANK_CUDA_ENC_LOCAL_C / _F for A/B runs (0, unset: by the taps, see local_geometry);
+// set_encoder_local_tile for the tests. Log step 107 measured 8 to 64 channels and one to four
+// frames per lane; CONVBANK_CUDA_ENC_LOCAL_STCS=1 stores with evict-first hints.
+std::atomic<int> g_local_c{env_int("CONVBANK_CUDA_ENC_LOCAL_C")};
 const bool g_local_stream = env_int("CONVBANK_CUDA_ENC_LOCAL_STCS") != 0;
-std::atomic<int> g_local_f{
-    env_int("CONVBANK_CUDA_ENC_LOCAL_F") > 0 ? env_int("CONVBANK_CUDA_ENC_LOCAL_F") : 2};
+std::atomic<int> g_local_f{env_int("CONVBANK_CUDA_ENC_LOCAL_F")};
 
 // Taps held in registers: K rounded up to a multiple of 4 (the weights are read as float4).
 int local_taps(std::int64_t k) {
@@ -1117,10 +1115,15 @@ int local_taps(std::int64_t k) {
 // The geometry of a launch (no views); false where the layer does not fit the kernel.
 bool local_geometry(LocArgs& a, const Conv1dParams& p) {
   // No wider than the group's channels (rounded up to 4): a tile's rows past them would be idle.
-  const std::int64_t want_c = std::min<std::int64_t>(
-      std::clamp(g_local_c.load(std::memory_order_relaxed), 4, 256), p.out_channels / p.groups);
+  // 0 (unset): the tile measured fastest for the taps, 32 x 1024 up to 16 taps, 64 x 512 above.
+  const int set_c = g_local_c.load(std::memory_order_relaxed);
+  const int set_f = g_local_f.load(std::memory_order_relaxed);
+  const std::int64_t want_c = std::min<std::int64_t>(set_c > 0 ? std::clamp(set_c, 4, 256)
+                                                     : p.kernel_size <= 16 ? 32
+                                                                           : 64,
+                                                     p.out_channels / p.groups);
   const int C = static_cast<int>((want_c + 3) / 4 * 4);
-  const int want_f = g_local_f.load(std::memory_order_relaxed);
+  const int want_f = set_f > 0 ? set_f : 4;
   // Four frames per lane only with 16 taps or fewer (64 registers of window).
   const int F = want_f >= 4 && p.kernel_size <= 16 ? 4 : want_f >= 2 ? 2 : 1;
   if (p.in_channels != p.groups || p.kernel_size > kLocMaxTaps) return false;

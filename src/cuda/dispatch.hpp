@@ -34,8 +34,8 @@ void set_encoder_aligned_policy(WgmmaPolicy policy);
 WgmmaPolicy encoder_aligned_policy();
 // The same for the local-order encoder (conv1d_encoder_local_ffma; CONVBANK_CUDA_ENC_LOCAL=0|1),
 // and its tile for the tests: channels (rounded up to a multiple of 4) x 256 frames_per_lane
-// frames (1, 2, or 4 where K <= 16; CONVBANK_CUDA_ENC_LOCAL_C / _F set the start values, 32 and
-// 2); returns the tile set before.
+// frames (1, 2, or 4 where K <= 16); 0 for either: by the taps (32 x 1024 up to K 16, 64 x 512
+// above; CONVBANK_CUDA_ENC_LOCAL_C / _F set the start values). Returns the tile set before.
 void set_encoder_local_policy(WgmmaPolicy policy);
 WgmmaPolicy encoder_local_policy();
 std::pair<int, int> set_encoder_local_tile(int channels, int frames_per_lane);
