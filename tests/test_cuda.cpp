@@ -2333,6 +2333,7 @@ TEST_CASE("cuda: 3xFP16 tensor-core kernel against the float64 oracle, and 3xTF3
     std::uint64_t seed = 1601;
     std::uint64_t launches = 0;
     const std::uint64_t before = cc::ss_half_launches();
+    const std::uint64_t warp_before = cc::ss_warp_scale_launches();
     const auto run = [&](const auto& o, std::int64_t n, std::int64_t frames, bool strided) {
       using Layer = LayerOf<std::decay_t<decltype(o)>>;
       const std::string kernel = kernel_of(Layer(o), Shape{n, o.in_channels, frames});
@@ -2353,6 +2354,8 @@ TEST_CASE("cuda: 3xFP16 tensor-core kernel against the float64 oracle, and 3xTF3
     run(C{.in_channels = 32, .out_channels = 64, .kernel_size = 3, .padding = 1}, 1, 1500, false);
     run(T{.in_channels = 128, .out_channels = 128, .kernel_size = 3, .stride = 1}, 1, 1200, false);
     run(C{.in_channels = 512, .out_channels = 128, .kernel_size = 1}, 2, 700, false);
+    // One tap on rows of odd length: each row's copy has its own lead.
+    run(C{.in_channels = 96, .out_channels = 130, .kernel_size = 1, .bias = false}, 2, 1001, true);
     run(C{.in_channels = 40, .out_channels = 80, .kernel_size = 2, .padding = 1}, 2, 999, true);
     run(C{.in_channels = 24, .out_channels = 64, .kernel_size = 4, .padding = 3, .dilation = 2}, 2,
         800, false);
@@ -2361,11 +2364,18 @@ TEST_CASE("cuda: 3xFP16 tensor-core kernel against the float64 oracle, and 3xTF3
     run(C{.in_channels = 1, .out_channels = 514, .kernel_size = 512, .stride = 128}, 1, 16384,
         false);
     const std::uint64_t took = cc::ss_half_launches() - before;
+    // The aligned one-tap layer's producer warps scale their own columns (its 7 launches).
+    const std::uint64_t warp_took = cc::ss_warp_scale_launches() - warp_before;
     MESSAGE(std::string(half ? "3xFP16" : "3xTF32"), ": ", stats.runs, " layers, worst ",
             stats.worst, " at ", stats.worst_config, "; ", took, " of ", launches,
-            " launches took 3xFP16; kernels: ", join(kernels));
-    CHECK(stats.runs == 9);
-    if (cc::wgmma_available()) CHECK(took == (half ? launches : 0));
+            " launches took 3xFP16 (", warp_took, " with scales per warp); kernels: ",
+            join(kernels));
+    CHECK(stats.runs == 10);
+    if (cc::wgmma_available()) {
+      CHECK(took == (half ? launches : 0));
+      if (half) CHECK(warp_took >= 7);
+      if (!half) CHECK(warp_took == 0);
+    }
   }
 }
 

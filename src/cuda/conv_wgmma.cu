@@ -113,6 +113,12 @@ struct WgArgs {
   // the maximum it finds on the way, splitting again only where that scale no longer fits
   // (CONVBANK_CUDA_SS_MAX_GUESS=0: every job finds its maximum first, two passes; A/B runs).
   bool max_guess;
+  // SS kernel, 3xFP16, one-tap layers on 128 x 128 tiles whose jobs copy exactly the tile's 128
+  // frames (span 128): producer warp w splits frames 32 w .. 32 w + 31 of every channel group,
+  // which are the consumers' columns 32 w .. 32 w + 31, so each warp scales its own columns by
+  // its own maximum and the producer exchanges no maximum (no barrier); the consumers take four
+  // scales per job. CONVBANK_CUDA_SS_WARP_SCALE=0 turns it off (A/B runs).
+  bool warp_scale;
   // SS kernel: the two consumers take turns at issuing their wgmmas (the kernel's turn
   // barriers), where ss_turns() says so.
   bool turns;
@@ -752,15 +758,14 @@ __global__ void __launch_bounds__(kSsThreads, 1)
   float* const raw = smem + kStages * stage;  // [2][raw_plane], the copied input
   const int raw_plane = a.raw_plane;
   // The stages' weight barriers, after the copy buffers (8-byte aligned: every size above is
-  // even), then the copy buffers' barriers (x_tma); kHalf: then each stage's input scale (the
-  // consumers' factor 2^-(e + 11)) and the producer warps' largest magnitudes.
+  // even), then the copy buffers' barriers (x_tma); kHalf: then each stage's input scales (the
+  // consumers' factor 2^-(e + 11) for their four 32-column blocks, equal unless warp_scale) and
+  // the producer warps' largest magnitudes: the 16 floats after the barriers.
+  static_assert(!kHalf || 4 * kStages + 4 <= 16, "the input scales take 16 floats");
   const std::uint32_t wbar = smem_addr(raw + 2 * raw_plane);
   const std::uint32_t rbar = wbar + 8 * kStages;
   float* const job_scale = raw + 2 * raw_plane + 2 * (kStages + 2);
-  std::uint32_t* const warp_max = reinterpret_cast<std::uint32_t*>(job_scale + kStages);
-  // kHalf: the input scale's exponent each chunk index (mod 8) had last, for the producer's
-  // split (the 16 floats after the barriers hold these, the scales and warp_max).
-  int* const chunk_exp = reinterpret_cast<int*>(warp_max + 4);
+  std::uint32_t* const warp_max = reinterpret_cast<std::uint32_t*>(job_scale + 4 * kStages);
   const int wg = threadIdx.x >> 7, tid = threadIdx.x & 127;
   const std::int64_t tiles = a.t_tiles * a.n_tiles;
   const std::int64_t items = a.bg_count * tiles;
@@ -865,10 +870,10 @@ __global__ void __launch_bounds__(kSsThreads, 1)
       return false;
     };
     bool tma = copy_input(t, 0, 0);
-    if constexpr (kHalf) {
-      // No scale yet: every chunk's first split finds its maximum and splits again.
-      if (tid < 8) chunk_exp[tid] = kNoExp;
-    }
+    // kHalf: lane l holds the input scale's exponent chunk index l (mod 8) had last, for this
+    // warp's split; no scale yet: every chunk's first split finds its maximum and splits again.
+    int lane_exp = kNoExp;
+    const bool warp_scale = kCoTile == 128 && a.warp_scale;
     std::uint32_t phases = 0;  // bit k: the parity of copy buffer k's barrier's next phase
     cp_async_commit();
     // s = j % kStages, kept as a counter: j is 64-bit, and its division was a dozen instructions
@@ -932,7 +937,8 @@ __global__ void __launch_bounds__(kSsThreads, 1)
         // whole kernel 6-11 % slower (seedA).
         const int n8 = b_plane / 4;  // 16-byte rows: (8-channel group, frame)
         const int f_lo = t.shift, f_hi = t.shift + kFrames + (a.taps - 1) * a.dilation;
-        int e = a.max_guess ? chunk_exp[c & 7] : kNoExp;
+        const int lane = tid & 31;
+        int e = a.max_guess ? __shfl_sync(0xffffffffu, lane_exp, c & 7) : kNoExp;
         float xs = e == kNoExp ? 1.0f : exp2_int(e);
         for (bool check = true;; check = false) {
           float mf = 0.0f;
@@ -958,9 +964,11 @@ __global__ void __launch_bounds__(kSsThreads, 1)
           if (!check) break;
           // Non-negative floats order like their bits.
           std::uint32_t m = __reduce_max_sync(0xffffffffu, __float_as_uint(mf));
-          if ((tid & 31) == 0) warp_max[tid >> 5] = m;
-          bar_sync(kBarProducer, 128);
-          m = max(max(warp_max[0], warp_max[1]), max(warp_max[2], warp_max[3]));
+          if (!warp_scale) {
+            if (lane == 0) warp_max[tid >> 5] = m;
+            bar_sync(kBarProducer, 128);
+            m = max(max(warp_max[0], warp_max[1]), max(warp_max[2], warp_max[3]));
+          }
           const int em = pow2_scale_exponent(m, 14);
           if (m >= 0x7f800000u) {
             // An Inf among them: every value NaN, so that every output of the tile is and the
@@ -971,12 +979,20 @@ __global__ void __launch_bounds__(kSsThreads, 1)
           } else if (e == kNoExp || e < em - 2 || e > em) {
             e = em - 1;  // the middle of the window: the next job's maximum may move either way
             xs = exp2_int(e);
-            if (tid == 0) chunk_exp[c & 7] = e;
+            if (lane == (c & 7)) lane_exp = e;
           } else {
             break;
           }
         }
-        if (tid == 0) job_scale[s] = exp2_int(-(e + 11));
+        // Without warp_scale every warp found the same e.
+        if (lane == 0) {
+          const int w = tid >> 5;
+          if (warp_scale) {
+            job_scale[4 * s + w] = exp2_int(-(e + 11));
+          } else if (w == 0) {
+            for (int u = 0; u < 4; ++u) job_scale[4 * s + u] = exp2_int(-(e + 11));
+          }
+        }
       } else {
         for (int i = tid; i < b_plane / 4; i += 128) {
           const int grp = static_cast<int>(__umulhi(i, a.span_div)), f = i - grp * a.span;
@@ -1046,19 +1062,27 @@ __global__ void __launch_bounds__(kSsThreads, 1)
     const std::uint64_t b_big =
         smem_desc(smem_addr(st + a_stage) + (t.shift + wg_t) * 16, a.span * 16, 128);
     const std::uint64_t b_small = b_big + b_plane / 4;
-    // kHalf: the running sums take the chunk at 2^-(e + 11), the producer's scale.
-    const float chunk_scale = kHalf ? job_scale[s] : 1.0f;
+    // kHalf: the running sums take the chunk at 2^-(e + 11), the producer's scales, one per 32
+    // columns (accumulator i holds column 8 (i / 4) + ...: block i / 16).
+    float chunk_scale[4] = {1.0f, 1.0f, 1.0f, 1.0f};
+    if constexpr (kHalf && kCoTile == 128) {
+      // 4-byte reads: job_scale lies 8 bytes off a 16-byte boundary (after the barriers).
+#pragma unroll
+      for (int u = 0; u < 4; ++u) chunk_scale[u] = job_scale[4 * s + u];
+    } else if constexpr (kHalf) {
+      chunk_scale[0] = chunk_scale[1] = chunk_scale[2] = chunk_scale[3] = job_scale[4 * s];
+    }
     auto add_chunk = [&] {
       if (fresh) {
 #pragma unroll
-        for (int i = 0; i < 64; ++i) sum[i] = kHalf ? acc[i] * chunk_scale : acc[i];
+        for (int i = 0; i < 64; ++i) sum[i] = kHalf ? acc[i] * chunk_scale[i / 16] : acc[i];
         fresh = false;
         return;
       }
 #pragma unroll
       for (int i = 0; i < 64; ++i) {
         if constexpr (kHalf) {
-          sum[i] = fmaf(acc[i], chunk_scale, sum[i]);
+          sum[i] = fmaf(acc[i], chunk_scale[i / 16], sum[i]);
         } else {
           sum[i] += acc[i];
         }
@@ -1415,6 +1439,7 @@ SsGeometry ss_plan(int co_tile, int taps, int dilation, bool aligned, bool d2s, 
 // set_ss_half_policy for the tests).
 std::atomic<WgmmaPolicy> g_ss_half{env_policy("CONVBANK_CUDA_SS_HALF")};
 std::atomic<std::uint64_t> g_ss_half_launches;
+std::atomic<std::uint64_t> g_ss_warp_scale_launches;
 bool ss_half_fits(const SsGeometry& g, int taps) {
   return g.stages == kSsStages && g.window == 0 && g.ci_chunk % 16 == 0 && taps * g.ci_chunk <= 64;
 }
@@ -1738,6 +1763,7 @@ void launch_ss(WgArgs a, int co_tile, cudaStream_t stream, const char* name,
                                                a.cout_g, a.out_frames, kD2s);
   const SsGeometry geo = ss_plan(co_tile, a.taps, a.dilation, aligned, kD2s, half);
   a.turns = ss_turns(a.taps);
+  static const bool warp_scale_off = env_off("CONVBANK_CUDA_SS_WARP_SCALE");
   a.cols = co_tile;
   a.ci_chunk = geo.ci_chunk;
   a.rt = a.taps * a.ci_chunk;
@@ -1753,6 +1779,8 @@ void launch_ss(WgArgs a, int co_tile, cudaStream_t stream, const char* name,
   a.t_tiles = (a.out_frames + frames - 1) / frames;
   a.n_tiles = (a.cout_g + co_tile - 1) / co_tile;
   set_tile_magic(a);
+  a.warp_scale = half && !warp_scale_off && co_tile == 128 && a.taps == 1 && a.span == 128 &&
+                 a.window == 0 && ss_block_frames(co_tile) == 128;
   CUtensorMap x_map{};
   set_input_map(a, x_map, geo.raw_room);
   a.x_extent = a.window > 0 ? (a.taps - 1) * a.dilation + a.window : a.raw_pitch;
@@ -1793,6 +1821,7 @@ void launch_ss(WgArgs a, int co_tile, cudaStream_t stream, const char* name,
           <<<grid, kSsThreads, geo.smem, stream>>>(a, flag, x_map);
     }
     g_ss_half_launches.fetch_add(1, std::memory_order_relaxed);
+    if (a.warp_scale) g_ss_warp_scale_launches.fetch_add(1, std::memory_order_relaxed);
   } else if (geo.stages != kSsStages) {
     // Two stages (never for depth-to-space: ss_plan), with the plain epilogue (the sector stores
     // are not worth two more instantiations for these layers).
@@ -1940,6 +1969,10 @@ WgmmaPolicy ss_half_policy() {
 }
 std::uint64_t ss_half_launches() {
   return g_ss_half_launches.load(std::memory_order_relaxed);
+}
+
+std::uint64_t ss_warp_scale_launches() {
+  return g_ss_warp_scale_launches.load(std::memory_order_relaxed);
 }
 
 bool wgmma_available() {

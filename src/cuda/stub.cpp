@@ -109,6 +109,9 @@ WgmmaPolicy ss_half_policy() {
 std::uint64_t ss_half_launches() {
   return 0;
 }
+std::uint64_t ss_warp_scale_launches() {
+  return 0;
+}
 void set_decoder_tma(bool) {}
 bool decoder_tma() {
   return false;
