@@ -2368,8 +2368,8 @@ TEST_CASE("cuda: 3xFP16 tensor-core kernel against the float64 oracle, and 3xTF3
     const std::uint64_t warp_took = cc::ss_warp_scale_launches() - warp_before;
     MESSAGE(std::string(half ? "3xFP16" : "3xTF32"), ": ", stats.runs, " layers, worst ",
             stats.worst, " at ", stats.worst_config, "; ", took, " of ", launches,
-            " launches took 3xFP16 (", warp_took, " with scales per warp); kernels: ",
-            join(kernels));
+            " launches took 3xFP16 (", warp_took,
+            " with scales per warp); kernels: ", join(kernels));
     CHECK(stats.runs == 10);
     if (cc::wgmma_available()) {
       CHECK(took == (half ? launches : 0));

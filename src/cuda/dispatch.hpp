@@ -69,7 +69,8 @@ void set_ss_half_policy(WgmmaPolicy policy);
 WgmmaPolicy ss_half_policy();
 std::uint64_t ss_half_launches();
 // Of those, the launches whose producer warps scaled their own 32 columns (one-tap layers on
-// 128 x 128 tiles, WgArgs::warp_scale in conv_wgmma.cu; CONVBANK_CUDA_SS_WARP_SCALE=0 turns it off).
+// 128 x 128 tiles, WgArgs::warp_scale in conv_wgmma.cu; CONVBANK_CUDA_SS_WARP_SCALE=0 turns it
+// off).
 std::uint64_t ss_warp_scale_launches();
 
 // The tensor-core decoder's input through the copy engine (bulk tensor copies into a ring of
