@@ -525,7 +525,7 @@ __device__ __forceinline__ void local_stage(const LocArgs& a, std::uint32_t tile
 
 // One tile from its staged buffer: lane l of warp w computes frames w * 32 F + 32 j + l (j < F)
 // of every channel of the tile.
-template <int KT, int F, bool kStream, bool kWhole>
+template <int KT, int F, bool kWhole>
 __device__ __forceinline__ void local_compute(const LocArgs& a, std::uint32_t tile,
                                               const float* buf, const int* soff) {
   const LocTile t = local_tile_of(a, tile);
@@ -566,11 +566,7 @@ __device__ __forceinline__ void local_compute(const LocArgs& a, std::uint32_t ti
 #pragma unroll
     for (int j = 0; j < F; ++j) {
       if (kWhole || f0 + 32 * j < a.out_frames) {
-        if (kStream) {
-          __stcs(yp + 32 * j, acc[j]);
-        } else {
-          yp[32 * j] = acc[j];
-        }
+        yp[32 * j] = acc[j];
       }
     }
     yp += a.y_cs;
@@ -583,7 +579,7 @@ __device__ __forceinline__ void local_compute(const LocArgs& a, std::uint32_t ti
 constexpr int local_min_blocks(int window_registers) {
   return window_registers <= 32 ? 4 : window_registers <= 48 ? 3 : 2;
 }
-template <int KT, int F, bool kStream>
+template <int KT, int F>
 __global__ void __launch_bounds__(kLocThreads, local_min_blocks(KT* F))
     conv1d_encoder_local_kernel(LocArgs a) {
   extern __shared__ __align__(16) float sm[];
@@ -610,9 +606,9 @@ __global__ void __launch_bounds__(kLocThreads, local_min_blocks(KT* F))
     const float* cur = buf0 + buf * a.buf;
     const std::uint32_t tt = tile - div_u32(tile, a.t_tiles32, a.t_magic) * a.t_tiles32;
     if ((std::int64_t{tt} + 1) * a.frames <= a.out_frames) {
-      local_compute<KT, F, kStream, true>(a, tile, cur, soff);
+      local_compute<KT, F, true>(a, tile, cur, soff);
     } else {
-      local_compute<KT, F, kStream, false>(a, tile, cur, soff);
+      local_compute<KT, F, false>(a, tile, cur, soff);
     }
     __syncthreads();  // this buffer is no longer read
   }
@@ -1102,9 +1098,8 @@ namespace {
 // Channels per tile and frames per lane (a tile: C channels x 256 F frames), read once from
 // CONVBANK_CUDA_ENC_LOCAL_C / _F for A/B runs (0, unset: by the taps, see local_geometry);
 // set_encoder_local_tile for the tests. Log step 107 measured 8 to 64 channels and one to four
-// frames per lane; CONVBANK_CUDA_ENC_LOCAL_STCS=1 stores with evict-first hints.
+// frames per lane.
 std::atomic<int> g_local_c{env_int("CONVBANK_CUDA_ENC_LOCAL_C")};
-const bool g_local_stream = env_int("CONVBANK_CUDA_ENC_LOCAL_STCS") != 0;
 std::atomic<int> g_local_f{env_int("CONVBANK_CUDA_ENC_LOCAL_F")};
 
 // Taps held in registers: K rounded up to a multiple of 4 (the weights are read as float4).
@@ -1163,9 +1158,9 @@ bool local_geometry(LocArgs& a, const Conv1dParams& p) {
   return true;
 }
 
-template <int KT, int F, bool kStream>
+template <int KT, int F>
 void launch_local(const LocArgs& a, std::size_t smem, cudaStream_t stream) {
-  const auto kernel = conv1d_encoder_local_kernel<KT, F, kStream>;
+  const auto kernel = conv1d_encoder_local_kernel<KT, F>;
   // Above 48 KB a kernel must opt in to its dynamic shared memory (once, for the largest size).
   static const cudaError_t opted = cudaFuncSetAttribute(
       kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, sizeof(float) * kLocSmemFloats);
@@ -1181,35 +1176,34 @@ void launch_local(const LocArgs& a, std::size_t smem, cudaStream_t stream) {
   kernel<<<static_cast<unsigned>(blocks), kLocThreads, smem, stream>>>(a);
 }
 
-template <bool kStream, int KT>
+template <int KT>
 void launch_local_frames(const LocArgs& a, std::size_t smem, cudaStream_t stream) {
   const int f = a.frames / 256;
   if constexpr (KT <= 16) {
-    if (f == 4) return launch_local<KT, 4, kStream>(a, smem, stream);
+    if (f == 4) return launch_local<KT, 4>(a, smem, stream);
   }
-  if (f == 2) return launch_local<KT, 2, kStream>(a, smem, stream);
-  launch_local<KT, 1, kStream>(a, smem, stream);
+  if (f == 2) return launch_local<KT, 2>(a, smem, stream);
+  launch_local<KT, 1>(a, smem, stream);
 }
 
-template <bool kStream>
 void launch_local_taps(const LocArgs& a, int kt, std::size_t smem, cudaStream_t stream) {
   switch (kt) {
     case 4:
-      return launch_local_frames<kStream, 4>(a, smem, stream);
+      return launch_local_frames<4>(a, smem, stream);
     case 8:
-      return launch_local_frames<kStream, 8>(a, smem, stream);
+      return launch_local_frames<8>(a, smem, stream);
     case 12:
-      return launch_local_frames<kStream, 12>(a, smem, stream);
+      return launch_local_frames<12>(a, smem, stream);
     case 16:
-      return launch_local_frames<kStream, 16>(a, smem, stream);
+      return launch_local_frames<16>(a, smem, stream);
     case 20:
-      return launch_local_frames<kStream, 20>(a, smem, stream);
+      return launch_local_frames<20>(a, smem, stream);
     case 24:
-      return launch_local_frames<kStream, 24>(a, smem, stream);
+      return launch_local_frames<24>(a, smem, stream);
     case 28:
-      return launch_local_frames<kStream, 28>(a, smem, stream);
+      return launch_local_frames<28>(a, smem, stream);
     default:
-      return launch_local_frames<kStream, 32>(a, smem, stream);
+      return launch_local_frames<32>(a, smem, stream);
   }
 }
 
@@ -1241,11 +1235,7 @@ void launch_conv1d_encoder_local(const Conv1dParams& p, TensorView<const float> 
   if (a.n_tiles == 0) return;
   const int kt = local_taps(p.kernel_size);
   const std::size_t smem = sizeof(float) * static_cast<std::size_t>(kt + 2 * a.buf);
-  if (g_local_stream) {
-    launch_local_taps<true>(a, kt, smem, stream);
-  } else {
-    launch_local_taps<false>(a, kt, smem, stream);
-  }
+  launch_local_taps(a, kt, smem, stream);
   check_launch(name, p);
 }
 
