@@ -20,11 +20,13 @@
 //                                channel and streams all channels, adding its register sums to
 //                                running sums in shared memory every 32.
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <string>
 #include <type_traits>
+#include <utility>
 
 #include "cuda/conv_common.cuh"
 #include "cuda/cp_async.cuh"
@@ -1186,25 +1188,15 @@ void launch_local_frames(const LocArgs& a, std::size_t smem, cudaStream_t stream
   launch_local<KT, 1>(a, smem, stream);
 }
 
+// The launcher for each count of taps held, 4 to kLocMaxTaps by 4: entry kt / 4 - 1.
+template <int... I>
+constexpr auto local_launchers(std::integer_sequence<int, I...>) {
+  return std::array{&launch_local_frames<4 * (I + 1)>...};
+}
+constexpr auto kLocLaunchers = local_launchers(std::make_integer_sequence<int, kLocMaxTaps / 4>{});
+
 void launch_local_taps(const LocArgs& a, int kt, std::size_t smem, cudaStream_t stream) {
-  switch (kt) {
-    case 4:
-      return launch_local_frames<4>(a, smem, stream);
-    case 8:
-      return launch_local_frames<8>(a, smem, stream);
-    case 12:
-      return launch_local_frames<12>(a, smem, stream);
-    case 16:
-      return launch_local_frames<16>(a, smem, stream);
-    case 20:
-      return launch_local_frames<20>(a, smem, stream);
-    case 24:
-      return launch_local_frames<24>(a, smem, stream);
-    case 28:
-      return launch_local_frames<28>(a, smem, stream);
-    default:
-      return launch_local_frames<32>(a, smem, stream);
-  }
+  kLocLaunchers[std::clamp(kt / 4, 1, kLocMaxTaps / 4) - 1](a, smem, stream);
 }
 
 }  // namespace
