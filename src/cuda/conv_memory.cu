@@ -10,9 +10,9 @@
 //                                as one float4; a block walks 1024-frame tiles of one channel
 //                                tile, the next window copied while the current is computed.
 //   conv1d_encoder_local_ffma    the same layers with K <= 32: persistent blocks take tiles of
-//                                32 channels x 256 frames with the frame tiles fastest (the
-//                                resident blocks write neighbouring rows), the next tile's
-//                                window copied while the current is computed.
+//                                32 channels x 1024 frames (64 x 512 above K 16) with the frame
+//                                tiles fastest (the resident blocks write neighbouring rows),
+//                                the next tile's window copied while the current is computed.
 //   conv1d_depthwise_staged      one input channel per group, < 16 outputs per group: a block
 //                                stages the window of 1024..4096 frames of one row.
 //   conv_transpose1d_decoder_ffma  few outputs per group (decoders), stride 2..16, K a multiple
@@ -576,8 +576,9 @@ __device__ __forceinline__ void local_compute(const LocArgs& a, std::uint32_t ti
 }
 
 // Blocks per multiprocessor by the registers the window takes (KT x F): four (64 registers) up to
-// 32, the default tile's (K 16, two frames per lane: it measured at 62 registers, and ptxas
-// otherwise gave it anything from 62 to 76 as the code around it changed), three up to 48.
+// 32 (ptxas gave K 16 with two frames per lane anything from 62 to 76 registers as the code
+// around it changed, hence the bound), three up to 48, two above (the default tile up to K 16,
+// four frames per lane: 122 registers).
 constexpr int local_min_blocks(int window_registers) {
   return window_registers <= 32 ? 4 : window_registers <= 48 ? 3 : 2;
 }
