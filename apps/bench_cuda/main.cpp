@@ -17,6 +17,7 @@
 #endif
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -211,11 +212,20 @@ double slice_l2(const Slice& s, const std::vector<float>& y, std::int64_t C, std
   return std::sqrt(num / den);
 }
 
+// A call's time: the median of `runs` calls timed each alone on an idle stream (the figure
+// reported: it takes in the host's work before the kernels start), the median host time of
+// those calls, and the time per call of `runs` calls queued back to back (the host's work hidden
+// behind the previous call's kernels).
+struct Timing {
+  double ms = 0, host_us = 0, queued_ms = 0;
+};
+
 struct Result {
   Problem p;
   std::string kernel;
   double gflop = 0, bytes = 0;
   double ours_ms = 0, ours_l2 = 0;
+  Timing ours_t, cudnn_t;
   bool ours_all_written = true;
   bool have_cudnn = false;
   bool cudnn_zeros_only = false;  // cuDNN ran the layer with zeros padding: no output comparison
@@ -226,26 +236,41 @@ struct Result {
 };
 
 template <class F>
-double median_ms(F&& launch, int runs, cudaStream_t stream) {
+Timing time_calls(F&& launch, int runs, cudaStream_t stream) {
   for (int i = 0; i < 3; ++i) launch(i);
   CUDA_CHECK(cudaStreamSynchronize(stream));
   cudaEvent_t a, b;
   CUDA_CHECK(cudaEventCreate(&a));
   CUDA_CHECK(cudaEventCreate(&b));
   std::vector<float> times;
+  std::vector<double> host;
   for (int i = 0; i < runs; ++i) {
     CUDA_CHECK(cudaEventRecord(a, stream));
+    const auto t0 = std::chrono::steady_clock::now();
     launch(i + 3);
+    host.push_back(
+        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
     CUDA_CHECK(cudaEventRecord(b, stream));
     CUDA_CHECK(cudaEventSynchronize(b));
     float ms = 0;
     CUDA_CHECK(cudaEventElapsedTime(&ms, a, b));
     times.push_back(ms);
   }
+  Timing t;
+  CUDA_CHECK(cudaEventRecord(a, stream));
+  for (int i = 0; i < runs; ++i) launch(i + 3);
+  CUDA_CHECK(cudaEventRecord(b, stream));
+  CUDA_CHECK(cudaEventSynchronize(b));
+  float queued = 0;
+  CUDA_CHECK(cudaEventElapsedTime(&queued, a, b));
+  t.queued_ms = queued / runs;
   CUDA_CHECK(cudaEventDestroy(a));
   CUDA_CHECK(cudaEventDestroy(b));
   std::sort(times.begin(), times.end());
-  return times[times.size() / 2];
+  std::sort(host.begin(), host.end());
+  t.ms = times[times.size() / 2];
+  t.host_us = host[host.size() / 2];
+  return t;
 }
 
 std::vector<float> to_host(const Tensor& t) {
@@ -324,7 +349,8 @@ Result run_problem(const Problem& p, int runs, bool use_cudnn) {
     }
   }
   r.ours_l2 = slice_l2(slice, yo, p.cout, T);
-  r.ours_ms = median_ms(ours, runs, stream);
+  r.ours_t = time_calls(ours, runs, stream);
+  r.ours_ms = r.ours_t.ms;
 
 #ifdef CONVBANK_HAVE_CUDNN
   if (use_cudnn) {
@@ -363,7 +389,7 @@ Result run_problem(const Problem& p, int runs, bool use_cudnn) {
     }
     const float one = 1.0f, zero = 0.0f;
     auto find_and_time = [&](cudnnMathType_t math, double& ms, double& l2, std::string& algo,
-                             std::vector<float>* keep) {
+                             std::vector<float>* keep, Timing* timing) {
       CUDNN_CHECK(cudnnSetConvolutionMathType(cd, math));
       std::function<void(int)> run;
       if (!p.transposed) {
@@ -417,19 +443,21 @@ Result run_problem(const Problem& p, int runs, bool use_cudnn) {
       CUDA_CHECK(cudaStreamSynchronize(stream));
       std::vector<float> yc = to_host(y2);
       l2 = slice_l2(slice, yc, p.cout, T);
-      ms = median_ms(run, runs, stream);
+      const Timing t = time_calls(run, runs, stream);
+      ms = t.ms;
+      if (timing != nullptr) *timing = t;
       if (keep != nullptr) *keep = std::move(yc);
     };
     // cuDNN's TF32 switch: keep the fp32 measurement honest even if NVIDIA_TF32_OVERRIDE is set.
     std::vector<float> yc;
-    find_and_time(CUDNN_FMA_MATH, r.cudnn_ms, r.cudnn_l2, r.cudnn_algo, &yc);
+    find_and_time(CUDNN_FMA_MATH, r.cudnn_ms, r.cudnn_l2, r.cudnn_algo, &yc, &r.cudnn_t);
     double max_diff = 0, max_ref = 0;
     for (std::size_t i = 0; i < yc.size(); ++i) {
       max_diff = std::max(max_diff, double(std::fabs(yo[i] - yc[i])));
       max_ref = std::max(max_ref, double(std::fabs(yc[i])));
     }
     r.max_rel_diff = max_diff / max_ref;
-    find_and_time(CUDNN_TENSOR_OP_MATH, r.tf32_ms, r.tf32_l2, r.cudnn_tf32_algo, nullptr);
+    find_and_time(CUDNN_TENSOR_OP_MATH, r.tf32_ms, r.tf32_l2, r.cudnn_tf32_algo, nullptr, nullptr);
     CUDA_CHECK(cudaFree(workspace));
     cudnnDestroyConvolutionDescriptor(cd);
     cudnnDestroyFilterDescriptor(wd);
@@ -593,6 +621,19 @@ int main(int argc, char** argv) {
           convbank::to_string(padding_mode).c_str());
     }
 
+    // Host work per call: each timed call above ran alone, so its time includes it.
+    std::printf(
+        "\nCalls: host time per call (median, us) and time per call of %d calls queued back to "
+        "back (ms; the host's work hidden)\n\n| workload | ours host us | ours queued ms | cuDNN "
+        "fp32 host us | cuDNN fp32 queued ms |\n|---|---|---|---|---|\n",
+        runs);
+    for (const auto& r : results) {
+      std::printf("| %s | %s | %s | %s | %s |\n", r.p.name, fmt(r.ours_t.host_us, 1).c_str(),
+                  fmt(r.ours_t.queued_ms).c_str(),
+                  r.have_cudnn ? fmt(r.cudnn_t.host_us, 1).c_str() : "n/a",
+                  r.have_cudnn ? fmt(r.cudnn_t.queued_ms).c_str() : "n/a");
+    }
+
     if (!json_path.empty()) {
       std::ofstream js(json_path);
       js << "{\n  \"device\": \"" << prop.name << "\",\n  \"date\": \"" << date
@@ -604,11 +645,14 @@ int main(int argc, char** argv) {
            << (r.p.transposed ? "conv_transpose1d" : "conv1d") << "\", \"shape\": \""
            << shape_string(r.p) << "\", \"kernel\": \"" << r.kernel << "\", \"gflop\": " << r.gflop
            << ", \"bytes\": " << r.bytes << ", \"ours_ms\": " << r.ours_ms
-           << ", \"ours_rel_l2\": " << r.ours_l2
+           << ", \"ours_host_us\": " << r.ours_t.host_us
+           << ", \"ours_queued_ms\": " << r.ours_t.queued_ms << ", \"ours_rel_l2\": " << r.ours_l2
            << ", \"ours_all_written\": " << (r.ours_all_written ? "true" : "false");
         if (r.have_cudnn) {
-          js << ", \"cudnn_fp32_ms\": " << r.cudnn_ms << ", \"cudnn_fp32_algo\": \"" << r.cudnn_algo
-             << "\", \"cudnn_over_ours\": " << r.cudnn_ms / r.ours_ms
+          js << ", \"cudnn_fp32_ms\": " << r.cudnn_ms
+             << ", \"cudnn_fp32_host_us\": " << r.cudnn_t.host_us
+             << ", \"cudnn_fp32_queued_ms\": " << r.cudnn_t.queued_ms << ", \"cudnn_fp32_algo\": \""
+             << r.cudnn_algo << "\", \"cudnn_over_ours\": " << r.cudnn_ms / r.ours_ms
              << ", \"max_rel_diff_vs_cudnn\": " << r.max_rel_diff
              << ", \"cudnn_fp32_rel_l2\": " << r.cudnn_l2 << ", \"cudnn_tf32_ms\": " << r.tf32_ms
              << ", \"cudnn_tf32_algo\": \"" << r.cudnn_tf32_algo
