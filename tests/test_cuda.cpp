@@ -478,9 +478,6 @@ using EncoderAlignedScope = ScopedPolicy<convbank::detail::cuda::encoder_aligned
 // The local-order encoder.
 using EncoderLocalScope = ScopedPolicy<convbank::detail::cuda::encoder_local_policy,
                                        convbank::detail::cuda::set_encoder_local_policy>;
-// The local-order encoder on the tensor cores.
-using EncoderMmaScope = ScopedPolicy<convbank::detail::cuda::encoder_mma_policy,
-                                     convbank::detail::cuda::set_encoder_mma_policy>;
 // The SS kernel's 3xFP16 products.
 using HalfScope = ScopedPolicy<convbank::detail::cuda::ss_half_policy,
                                convbank::detail::cuda::set_ss_half_policy>;
@@ -1366,7 +1363,6 @@ TEST_CASE("cuda: memory-bound kernels (encoder, depthwise, decoder) against the 
   namespace cc = convbank::detail::cuda;
   const PolicyScope policy(cc::WgmmaPolicy::kNever);
   const EncoderAlignedScope aligned(cc::WgmmaPolicy::kAlways);
-  const EncoderMmaScope no_mma(cc::WgmmaPolicy::kNever);
   GridStats stats;
   std::uint64_t seed = 4242;
   using C = Conv1dOptions;
@@ -1595,7 +1591,6 @@ TEST_CASE("cuda:sanitize local-order encoder on every tile against the float64 o
   namespace cc = convbank::detail::cuda;
   const PolicyScope policy(cc::WgmmaPolicy::kNever);
   const EncoderLocalScope local(cc::WgmmaPolicy::kAlways);
-  const EncoderMmaScope no_mma(cc::WgmmaPolicy::kNever);
   struct TileScope {
     std::pair<int, int> before = cc::set_encoder_local_tile(32, 1);
     ~TileScope() { cc::set_encoder_local_tile(before.first, before.second); }
@@ -1667,89 +1662,6 @@ TEST_CASE("cuda:sanitize local-order encoder on every tile against the float64 o
   MESSAGE("local-order encoder: ", launches, " launches, worst ", stats.worst, " at ",
           stats.worst_config);
   CHECK(launches == 75);
-  CHECK(stats.worst <= kTolerance);
-}
-
-// The local-order encoder on the tensor cores (conv1d_encoder_local_mma_3xtf32) forced onto
-// layers of every kind it takes (K <= 16), on four tiles, the default 64 x 512 among them.
-TEST_CASE(
-    "cuda:sanitize tensor-core local-order encoder on every tile against the float64 oracle") {
-  CUDA_OR_SKIP();
-  namespace cc = convbank::detail::cuda;
-  if (!cc::wgmma_available()) {
-    MESSAGE("skipped: the tensor-core encoder needs a compute capability 9.0 device");
-    return;
-  }
-  const PolicyScope policy(cc::WgmmaPolicy::kNever);
-  const EncoderMmaScope mma(cc::WgmmaPolicy::kAlways);
-  struct TileScope {
-    std::pair<int, int> before = cc::set_encoder_mma_tile(64, 4);
-    ~TileScope() { cc::set_encoder_mma_tile(before.first, before.second); }
-  } tile_scope;
-  using C = Conv1dOptions;
-  GridStats stats;
-  std::uint64_t seed = 6160;
-  int launches = 0;
-  const std::uint64_t launched_before = cc::encoder_mma_launches();
-  auto conv = [&](const C& o, std::int64_t n, std::int64_t frames, bool strided) {
-    CHECK(std::string(kernel_of(Conv1d(o), Shape{n, o.in_channels, frames})) ==
-          "conv1d_encoder_local_mma_3xtf32");
-    CHECK(run_config<Conv1d, C>(o, n, frames, strided, seed++, stats));
-    ++launches;
-  };
-  // Tiles of 64 x 512, 8 x 256, 24 x 512 and 128 x 256 frames: ragged channel tiles (the last
-  // n8 tile partly used), ragged frame tiles and rows shorter than a tile, K 1 to 16 (one and two
-  // k-steps, taps past K), strides 1 to 16, dilation, every padding mode, groups, windows on and
-  // off 16-byte boundaries (odd rows, strided views, padding), and more tiles than resident
-  // blocks.
-  for (const auto& [channels, m_tiles] : {std::pair{64, 4}, {8, 2}, {24, 4}, {128, 2}}) {
-    CAPTURE(channels);
-    CAPTURE(m_tiles);
-    cc::set_encoder_mma_tile(channels, m_tiles);
-    conv({.in_channels = 1, .out_channels = 512, .kernel_size = 16, .stride = 8}, 2, 12001, true);
-    conv({.in_channels = 1, .out_channels = 512, .kernel_size = 16, .stride = 8}, 2, 16384, false);
-    conv({.in_channels = 1,
-          .out_channels = 70,
-          .kernel_size = 15,
-          .stride = 10,
-          .padding = 5,
-          .padding_mode = PaddingMode::kReflect},
-         2, 4000, false);
-    conv({.in_channels = 1, .out_channels = 48, .kernel_size = 8, .stride = 4, .dilation = 2}, 3,
-         4001, true);
-    conv({.in_channels = 3,
-          .out_channels = 60,
-          .kernel_size = 7,
-          .stride = 3,
-          .padding = 4,
-          .dilation = 2,
-          .groups = 3,
-          .padding_mode = PaddingMode::kCircular},
-         2, 1500, true);
-    conv({.in_channels = 1, .out_channels = 32, .kernel_size = 1}, 2, 700, false);
-    conv({.in_channels = 1,
-          .out_channels = 128,
-          .kernel_size = 3,
-          .padding = 1,
-          .padding_mode = PaddingMode::kReplicate},
-         1, 2501, true);
-    conv({.in_channels = 1, .out_channels = 40, .kernel_size = 4, .stride = 6, .bias = false}, 2,
-         999, false);
-    conv({.in_channels = 1, .out_channels = 100, .kernel_size = 5, .stride = 3, .padding = 2}, 2,
-         777, true);
-    conv({.in_channels = 1, .out_channels = 64, .kernel_size = 16, .stride = 16, .padding = 9}, 5,
-         9000, false);
-    conv({.in_channels = 2, .out_channels = 36, .kernel_size = 12, .stride = 2, .groups = 2}, 2,
-         6000, false);
-    conv({.in_channels = 1, .out_channels = 20, .kernel_size = 13, .stride = 5, .padding = 6}, 1,
-         3000, false);
-    conv({.in_channels = 1, .out_channels = 16, .kernel_size = 9, .stride = 1, .dilation = 3}, 2,
-         5000, true);
-  }
-  MESSAGE("tensor-core local-order encoder: ", launches, " launches, worst ", stats.worst, " at ",
-          stats.worst_config);
-  CHECK(launches == 52);
-  CHECK(cc::encoder_mma_launches() - launched_before == 52);
   CHECK(stats.worst <= kTolerance);
 }
 
@@ -2280,13 +2192,6 @@ void for_each_kernel_family(Run&& run) {
   }
   {
     const Conv1dOptions o{.in_channels = 1, .out_channels = 32, .kernel_size = 16, .stride = 8};
-    run(o, 2, 8001);
-  }
-  {  // ... on the tensor cores (sm_90; the FFMA encoder elsewhere)
-    namespace cc = convbank::detail::cuda;
-    const EncoderMmaScope mma(cc::WgmmaPolicy::kAlways);
-    const Conv1dOptions o{
-        .in_channels = 1, .out_channels = 72, .kernel_size = 12, .stride = 6, .padding = 3};
     run(o, 2, 8001);
   }
   {  // depthwise

@@ -5,8 +5,6 @@
 
 #include <cuda_runtime.h>
 
-#include <algorithm>
-#include <atomic>
 #include <cstdint>
 #include <cstdlib>
 #include <string>
@@ -89,27 +87,6 @@ inline int num_sms() {
     return sms;
   }();
   return count;
-}
-
-// Blocks of kKernel resident per multiprocessor (at least 1) at `threads` threads and `smem` bytes
-// of dynamic shared memory, remembered for the last pair asked: the occupancy query took a few
-// microseconds of host time per launch (log step 112 in docs/performance.md).
-template <auto kKernel>
-int resident_blocks(int threads, std::size_t smem) {
-  static std::atomic<std::uint64_t> memo{0};  // threads << 40 | smem << 8 | blocks; 0: none yet
-  const std::uint64_t key =
-      (static_cast<std::uint64_t>(threads) << 40) | (static_cast<std::uint64_t>(smem) << 8);
-  const std::uint64_t seen = memo.load(std::memory_order_relaxed);
-  if (seen != 0 && (seen & ~std::uint64_t{0xff}) == key) return static_cast<int>(seen & 0xff);
-  int blocks = 0;
-  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kKernel, threads, smem) !=
-      cudaSuccess) {
-    cudaGetLastError();
-    blocks = 1;
-  }
-  blocks = std::clamp(blocks, 1, 255);
-  memo.store(key | static_cast<std::uint64_t>(blocks), std::memory_order_relaxed);
-  return blocks;
 }
 
 // Thread-block clusters (sm_90+): the split-reduction phase GEMM needs them (read once).
@@ -257,13 +234,6 @@ std::int64_t conv1d_encoder_local_tiles(const Conv1dParams& p);
 void launch_conv1d_encoder_local(const Conv1dParams& p, TensorView<const float> x, const float* w,
                                  const float* bias, TensorView<float> y, cudaStream_t stream,
                                  const char* name);
-// The same order on the tensor cores, K <= 16, compute capability 9.0 (conv_encoder_mma.cu,
-// conv1d_encoder_local_mma_3xtf32).
-bool conv1d_encoder_mma_supported(const Conv1dParams& p);
-std::int64_t conv1d_encoder_mma_tiles(const Conv1dParams& p);
-void launch_conv1d_encoder_mma(const Conv1dParams& p, TensorView<const float> x, const float* w,
-                               const float* bias, TensorView<float> y, cudaStream_t stream,
-                               const char* name);
 bool conv1d_depthwise_supported(const Conv1dParams& p);
 void launch_conv1d_depthwise(const Conv1dParams& p, TensorView<const float> x, const float* w,
                              const float* bias, TensorView<float> y, cudaStream_t stream,

@@ -128,7 +128,6 @@ enum class Family {
   kEncoder,
   kEncoder2,
   kEncoderLocal,
-  kEncoderMma,
   kDepthwise,
   kDecoder,
   kDecoderWgmma,
@@ -241,18 +240,6 @@ std::atomic<WgmmaPolicy>& encoder_local_slot() {
 bool encoder_local_wins(const Conv1dParams& p) {
   if (const auto forced = forced_by(encoder_local_slot().load())) return *forced;
   return conv1d_encoder_local_tiles(p) >= 2LL * num_sms();
-}
-
-std::atomic<WgmmaPolicy>& encoder_mma_slot() {
-  static std::atomic<WgmmaPolicy> slot{env_policy("CONVBANK_CUDA_ENC_MMA")};
-  return slot;
-}
-
-// The local-order encoder on the tensor cores where its tiles fill the GPU twice (measured: log
-// step 112 in docs/performance.md).
-bool encoder_mma_wins(const Conv1dParams& p) {
-  if (const auto forced = forced_by(encoder_mma_slot().load())) return *forced;
-  return conv1d_encoder_mma_tiles(p) >= 2LL * num_sms();
 }
 
 // CONVBANK_CUDA_DECODER_WGMMA=0: the tensor-core decoder kernel off, for both layer kinds.
@@ -572,9 +559,6 @@ Choice choose_zeros_or_native(const Conv1dParams& p) {
   if (cin_g == 1 && conv1d_encoder2_supported(p) && encoder2_wins(p)) {
     return {Family::kEncoder2, GemmTile::k128x128, "conv1d_encoder_aligned_ffma"};
   }
-  if (cin_g == 1 && cout_g >= 16 && conv1d_encoder_mma_supported(p) && encoder_mma_wins(p)) {
-    return {Family::kEncoderMma, GemmTile::k128x128, "conv1d_encoder_local_mma_3xtf32"};
-  }
   if (cin_g == 1 && cout_g >= 16 && conv1d_encoder_local_supported(p) && encoder_local_wins(p)) {
     return {Family::kEncoderLocal, GemmTile::k128x128, "conv1d_encoder_local_ffma"};
   }
@@ -732,12 +716,6 @@ void set_encoder_aligned_policy(WgmmaPolicy policy) {
 WgmmaPolicy encoder_aligned_policy() {
   return encoder_aligned_slot().load();
 }
-void set_encoder_mma_policy(WgmmaPolicy policy) {
-  encoder_mma_slot().store(policy);
-}
-WgmmaPolicy encoder_mma_policy() {
-  return encoder_mma_slot().load();
-}
 void set_encoder_local_policy(WgmmaPolicy policy) {
   encoder_local_slot().store(policy);
 }
@@ -788,9 +766,6 @@ void launch_conv1d(const Choice& c, const Conv1dParams& p, TensorView<const floa
       break;
     case Family::kEncoderLocal:
       launch_conv1d_encoder_local(p, input, weight, bias, output, s, c.name);
-      break;
-    case Family::kEncoderMma:
-      launch_conv1d_encoder_mma(p, input, weight, bias, output, s, c.name);
       break;
     case Family::kDepthwise:
       launch_conv1d_depthwise(p, input, weight, bias, output, s, c.name);
@@ -846,7 +821,6 @@ void conv_transpose1d(const ConvTranspose1dParams& p, TensorView<const float> in
     case Family::kEncoder:
     case Family::kEncoder2:
     case Family::kEncoderLocal:
-    case Family::kEncoderMma:
     case Family::kDepthwise:
     case Family::kS2d:
       launch_conv_transpose1d_direct(p, input, weight, bias, output, s, c.name);

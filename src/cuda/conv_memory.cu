@@ -1168,8 +1168,13 @@ void launch_local(const LocArgs& a, std::size_t smem, cudaStream_t stream) {
   static const cudaError_t opted = cudaFuncSetAttribute(
       kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, sizeof(float) * kLocSmemFloats);
   check_cuda(opted, "cudaFuncSetAttribute (local encoder shared memory)");
-  const int per_sm = resident_blocks<conv1d_encoder_local_kernel<KT, F>>(kLocThreads, smem);
-  const std::int64_t resident = std::int64_t{per_sm} * num_sms();
+  int per_sm = 0;
+  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kLocThreads, smem) !=
+      cudaSuccess) {
+    cudaGetLastError();
+    per_sm = 1;
+  }
+  const std::int64_t resident = std::int64_t{std::max(per_sm, 1)} * num_sms();
   const std::int64_t blocks = std::min<std::int64_t>(a.n_tiles, resident);
   kernel<<<static_cast<unsigned>(blocks), kLocThreads, smem, stream>>>(a);
 }

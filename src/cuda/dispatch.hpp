@@ -39,15 +39,6 @@ WgmmaPolicy encoder_aligned_policy();
 void set_encoder_local_policy(WgmmaPolicy policy);
 WgmmaPolicy encoder_local_policy();
 std::pair<int, int> set_encoder_local_tile(int channels, int frames_per_lane);
-// The same for the local-order encoder on the tensor cores (conv1d_encoder_local_mma_3xtf32,
-// K <= 16; CONVBANK_CUDA_ENC_MMA=0|1), its tile for the tests: channels (rounded up to a
-// multiple of 8) x 128 m_tiles frames (m_tiles 2 or 4); 0 for either: 64 x 512
-// (CONVBANK_CUDA_ENC_MMA_C / _MT set the start values). Returns the tile set before. And its
-// launches since the program started (the tests count).
-void set_encoder_mma_policy(WgmmaPolicy policy);
-WgmmaPolicy encoder_mma_policy();
-std::pair<int, int> set_encoder_mma_tile(int channels, int m_tiles);
-std::uint64_t encoder_mma_launches();
 
 // The most bytes of stream-ordered workspace the tap groups (conv1d_taps_*,
 // conv_transpose1d_taps_*) hold for the groups' partial outputs, 1 GiB to start with; layers

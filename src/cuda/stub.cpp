@@ -89,16 +89,6 @@ WgmmaPolicy encoder_local_policy() {
 std::pair<int, int> set_encoder_local_tile(int, int) {
   return {0, 0};
 }
-void set_encoder_mma_policy(WgmmaPolicy) {}
-WgmmaPolicy encoder_mma_policy() {
-  return WgmmaPolicy::kNever;
-}
-std::pair<int, int> set_encoder_mma_tile(int, int) {
-  return {0, 0};
-}
-std::uint64_t encoder_mma_launches() {
-  return 0;
-}
 WgmmaPolicy wgmma_policy() {
   return WgmmaPolicy::kNever;
 }
