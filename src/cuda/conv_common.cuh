@@ -5,6 +5,8 @@
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <cstdlib>
 #include <string>
@@ -87,6 +89,27 @@ inline int num_sms() {
     return sms;
   }();
   return count;
+}
+
+// Blocks of kKernel resident per multiprocessor (at least 1) at `threads` threads and `smem` bytes
+// of dynamic shared memory, remembered for the last pair asked: the occupancy query took a few
+// microseconds of host time per launch (log step 113 in docs/performance.md).
+template <auto kKernel>
+int resident_blocks(int threads, std::size_t smem) {
+  static std::atomic<std::uint64_t> memo{0};  // threads << 40 | smem << 8 | blocks; 0: none yet
+  const std::uint64_t key =
+      (static_cast<std::uint64_t>(threads) << 40) | (static_cast<std::uint64_t>(smem) << 8);
+  const std::uint64_t seen = memo.load(std::memory_order_relaxed);
+  if (seen != 0 && (seen & ~std::uint64_t{0xff}) == key) return static_cast<int>(seen & 0xff);
+  int blocks = 0;
+  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kKernel, threads, smem) !=
+      cudaSuccess) {
+    cudaGetLastError();
+    blocks = 1;
+  }
+  blocks = std::clamp(blocks, 1, 255);
+  memo.store(key | static_cast<std::uint64_t>(blocks), std::memory_order_relaxed);
+  return blocks;
 }
 
 // Thread-block clusters (sm_90+): the split-reduction phase GEMM needs them (read once).

@@ -767,14 +767,9 @@ int wide_rows(const DecArgs& a, const DecLayer& l) {
 template <int kN, int kWG, bool kTma, bool kPair>
 void launch_pair(const DecArgs& a, const CUtensorMap& map, std::size_t smem, cudaStream_t stream) {
   constexpr int kThreads = 128 * kWG + (kTma ? 32 : 0);
-  int per_sm = 0;
-  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-          &per_sm, conv_transpose1d_decoder_wgmma_kernel<kN, kWG, kTma, kPair>, kThreads, smem) !=
-      cudaSuccess) {
-    cudaGetLastError();
-    per_sm = 1;
-  }
-  const std::int64_t resident = std::int64_t{std::max(per_sm, 1)} * num_sms();
+  const int per_sm =
+      resident_blocks<conv_transpose1d_decoder_wgmma_kernel<kN, kWG, kTma, kPair>>(kThreads, smem);
+  const std::int64_t resident = std::int64_t{per_sm} * num_sms();
   conv_transpose1d_decoder_wgmma_kernel<kN, kWG, kTma, kPair>
       <<<grid_dim(std::min(a.tiles, resident), kMaxGridX), kThreads, smem, stream>>>(a, map);
 }

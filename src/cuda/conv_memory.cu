@@ -328,6 +328,31 @@ __device__ __forceinline__ void copy_phase_window(const EncoderArgs& a, const fl
   }
 }
 
+// copy_phase_window for a window that lies inside its row (src: its first position): no bounds
+// test, and each thread's phase row and column advanced by kThreads positions (kThreads = dq s +
+// dr) instead of divided per word.
+template <int kThreads>
+__device__ __forceinline__ void copy_phase_window_inside(const EncoderArgs& a, const float* src,
+                                                         int window, int row, float* sx) {
+  const int s = a.stride;
+  const auto quotient = [&](unsigned i) { return s == 1 ? i : __umulhi(i, a.s_magic); };
+  const int dq = static_cast<int>(quotient(kThreads)), dr = kThreads - dq * s;
+  const int q = static_cast<int>(quotient(threadIdx.x));
+  int r = static_cast<int>(threadIdx.x) - q * s;
+  unsigned dst = smem_addr(sx + r * row + q);
+  const unsigned step = 4u * static_cast<unsigned>(dr * row + dq);
+  const unsigned wrap = 4u * static_cast<unsigned>(1 - s * row);
+  for (int i = threadIdx.x; i < window; i += kThreads) {
+    cp_async4(dst, src + i, true);
+    dst += step;
+    r += dr;
+    if (r >= s) {
+      r -= s;
+      dst += wrap;
+    }
+  }
+}
+
 // Copies the window of frame tile `bt` (batch-major) into `sx`, split into phase rows:
 // asynchronously where it lies inside the row, the padding around it by plain stores (both are
 // visible after the caller's wait and barrier).
@@ -481,6 +506,9 @@ struct LocArgs : EncoderArgs {
   // div_u32.
   std::uint32_t n_tiles, t_tiles32, c_tiles32, groups32;
   std::uint32_t t_magic, c_magic, g_magic;
+  // Windows inside their row staged by copy_phase_window_inside (CONVBANK_CUDA_ENC_LOCAL_INSIDE=0
+  // for A/B runs: all by copy_phase_window).
+  int inside;
 };
 
 struct LocTile {
@@ -521,7 +549,11 @@ __device__ __forceinline__ void local_stage(const LocArgs& a, std::uint32_t tile
   }
   const float* xrow = a.x + std::int64_t{t.b} * a.x_bs + std::int64_t{t.g} * a.x_cs;
   const std::int64_t pos0 = std::int64_t{t.tt} * a.frames * a.stride - a.pad;
-  copy_phase_window<kLocThreads>(a, xrow, pos0, a.window, a.phase_len, sx);
+  if (a.inside && pos0 >= 0 && pos0 + a.window <= a.in_frames) {
+    copy_phase_window_inside<kLocThreads>(a, xrow + pos0, a.window, a.phase_len, sx);
+  } else {
+    copy_phase_window<kLocThreads>(a, xrow, pos0, a.window, a.phase_len, sx);
+  }
   cp_async_commit();
 }
 
@@ -1158,6 +1190,8 @@ bool local_geometry(LocArgs& a, const Conv1dParams& p) {
   a.t_magic = div_magic(t_tiles);
   a.c_magic = div_magic(c_tiles);
   a.g_magic = div_magic(p.groups);
+  static const bool inside_off = env_off("CONVBANK_CUDA_ENC_LOCAL_INSIDE");
+  a.inside = inside_off ? 0 : 1;
   return true;
 }
 
@@ -1168,13 +1202,8 @@ void launch_local(const LocArgs& a, std::size_t smem, cudaStream_t stream) {
   static const cudaError_t opted = cudaFuncSetAttribute(
       kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, sizeof(float) * kLocSmemFloats);
   check_cuda(opted, "cudaFuncSetAttribute (local encoder shared memory)");
-  int per_sm = 0;
-  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kLocThreads, smem) !=
-      cudaSuccess) {
-    cudaGetLastError();
-    per_sm = 1;
-  }
-  const std::int64_t resident = std::int64_t{std::max(per_sm, 1)} * num_sms();
+  const int per_sm = resident_blocks<conv1d_encoder_local_kernel<KT, F>>(kLocThreads, smem);
+  const std::int64_t resident = std::int64_t{per_sm} * num_sms();
   const std::int64_t blocks = std::min<std::int64_t>(a.n_tiles, resident);
   kernel<<<static_cast<unsigned>(blocks), kLocThreads, smem, stream>>>(a);
 }
