@@ -10,7 +10,9 @@
 // kernel the dispatcher chose; cuDNN fp32 (CUDNN_FMA_MATH, best algorithm by
 // cudnnFind*AlgorithmEx with workspace): time, ratio cuDNN/ours, max difference vs ours; the
 // relative L2 of ours and of cuDNN against a float64 host reference on a slice; and cuDNN TF32
-// (tensor-op math) time, marked not fp32-accurate.
+// (tensor-op math) time, marked not fp32-accurate. Each timed call runs alone on an idle stream;
+// a second table gives, for ours and cuDNN fp32, the median host time of a call and the time per
+// call of calls queued back to back (the host's work hidden).
 #include <cuda_runtime.h>
 #ifdef CONVBANK_HAVE_CUDNN
 #include <cudnn.h>
