@@ -77,7 +77,7 @@ fi
 if has bench && [ -x "$BUILD/apps/bench_cuda/convbank-bench-cuda" ]; then
   stamp "benchmark against cuDNN"
   # shellcheck disable=SC2086
-  if timeout "$(budget 200)" "$BUILD/apps/bench_cuda/convbank-bench-cuda" ${BENCH_ARGS:---workload all --workload offlist} --json "$OUT/bench.json" \
+  if timeout "$(budget 200)" "$BUILD/apps/bench_cuda/convbank-bench-cuda" ${BENCH_ARGS:---workload all --workload offlist} --call-times --json "$OUT/bench.json" \
        >"$OUT/bench.md" 2>"$OUT/bench.err"; then
     status[bench]=ok
   else

@@ -11,8 +11,9 @@
 // cudnnFind*AlgorithmEx with workspace): time, ratio cuDNN/ours, max difference vs ours; the
 // relative L2 of ours and of cuDNN against a float64 host reference on a slice; and cuDNN TF32
 // (tensor-op math) time, marked not fp32-accurate. Each timed call runs alone on an idle stream;
-// a second table gives, for ours and cuDNN fp32, the median host time of a call and the time per
-// call of calls queued back to back (the host's work hidden).
+// with --call-times a second table gives, for ours and cuDNN fp32, the median host time of a call
+// and the time per call of calls queued back to back (the host's work hidden; the JSON always has
+// them).
 #include <cuda_runtime.h>
 #ifdef CONVBANK_HAVE_CUDNN
 #include <cudnn.h>
@@ -501,7 +502,9 @@ void usage() {
   std::printf(
       "usage: convbank-bench-cuda [--workload NAME]... [--op conv1d|conv-transpose1d --shape "
       "N,Cin,Cout,L,K,stride,padding,dilation,groups [--padding-mode "
-      "zeros|reflect|replicate|circular]] [--runs N] [--no-cudnn] [--json FILE]\n"
+      "zeros|reflect|replicate|circular]] [--runs N] [--no-cudnn] [--call-times] [--json FILE]\n"
+      "--call-times: a second table, the host time per call and the time per call of calls "
+      "queued back to back (also in the JSON, always)\n"
       "workloads: seedA seedB enc_tasnet dec_tasnet enc_stft512 dec_stft512 tcn_depthwise "
       "tcn_pointwise up2x (all), and off-list shapes x_dilated x_strided x_grouped x_k7 x_up4x "
       "x_dilated_t x_grouped_t x_dec4 x_dec_pow2 x_pw_odd x_k3_odd x_dil256 (offlist)\n");
@@ -517,6 +520,7 @@ int main(int argc, char** argv) {
     std::vector<std::string> shapes;
     int runs = 30;
     bool use_cudnn = true;
+    bool call_times = false;
     for (int i = 1; i < argc; ++i) {
       const std::string a = argv[i];
       auto value = [&]() -> std::string {
@@ -551,6 +555,8 @@ int main(int argc, char** argv) {
         padding_mode = convbank::parse_padding_mode(value(), "--padding-mode");
       } else if (a == "--no-cudnn") {
         use_cudnn = false;
+      } else if (a == "--call-times") {
+        call_times = true;
       } else if (a == "-h" || a == "--help") {
         usage();
         return 0;
@@ -623,17 +629,19 @@ int main(int argc, char** argv) {
           convbank::to_string(padding_mode).c_str());
     }
 
-    // Host work per call: each timed call above ran alone, so its time includes it.
-    std::printf(
-        "\nCalls: host time per call (median, us) and time per call of %d calls queued back to "
-        "back (ms; the host's work hidden)\n\n| workload | ours host us | ours queued ms | cuDNN "
-        "fp32 host us | cuDNN fp32 queued ms |\n|---|---|---|---|---|\n",
-        runs);
-    for (const auto& r : results) {
-      std::printf("| %s | %s | %s | %s | %s |\n", r.p.name, fmt(r.ours_t.host_us, 1).c_str(),
-                  fmt(r.ours_t.queued_ms).c_str(),
-                  r.have_cudnn ? fmt(r.cudnn_t.host_us, 1).c_str() : "n/a",
-                  r.have_cudnn ? fmt(r.cudnn_t.queued_ms).c_str() : "n/a");
+    // Host work per call (--call-times): each timed call above ran alone, so its time includes it.
+    if (call_times) {
+      std::printf(
+          "\nCalls: host time per call (median, us) and time per call of %d calls queued back to "
+          "back (ms; the host's work hidden)\n\n| workload | ours host us | ours queued ms | cuDNN "
+          "fp32 host us | cuDNN fp32 queued ms |\n|---|---|---|---|---|\n",
+          runs);
+      for (const auto& r : results) {
+        std::printf("| %s | %s | %s | %s | %s |\n", r.p.name, fmt(r.ours_t.host_us, 1).c_str(),
+                    fmt(r.ours_t.queued_ms).c_str(),
+                    r.have_cudnn ? fmt(r.cudnn_t.host_us, 1).c_str() : "n/a",
+                    r.have_cudnn ? fmt(r.cudnn_t.queued_ms).c_str() : "n/a");
+      }
     }
 
     if (!json_path.empty()) {
