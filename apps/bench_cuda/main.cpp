@@ -227,14 +227,14 @@ struct Result {
   Problem p;
   std::string kernel;
   double gflop = 0, bytes = 0;
-  double ours_ms = 0, ours_l2 = 0;
-  Timing ours_t, cudnn_t;
+  Timing ours_t, cudnn_t, tf32_t;
+  double ours_l2 = 0;
   bool ours_all_written = true;
   bool have_cudnn = false;
   bool cudnn_zeros_only = false;  // cuDNN ran the layer with zeros padding: no output comparison
   std::string cudnn_algo, cudnn_tf32_algo;
-  double cudnn_ms = 0, cudnn_l2 = 0, max_rel_diff = 0;
-  double tf32_ms = 0, tf32_l2 = 0;
+  double cudnn_l2 = 0, max_rel_diff = 0;
+  double tf32_l2 = 0;
   std::string note;
 };
 
@@ -353,7 +353,6 @@ Result run_problem(const Problem& p, int runs, bool use_cudnn) {
   }
   r.ours_l2 = slice_l2(slice, yo, p.cout, T);
   r.ours_t = time_calls(ours, runs, stream);
-  r.ours_ms = r.ours_t.ms;
 
 #ifdef CONVBANK_HAVE_CUDNN
   if (use_cudnn) {
@@ -391,8 +390,8 @@ Result run_problem(const Problem& p, int runs, bool use_cudnn) {
       ws_bytes /= 2;
     }
     const float one = 1.0f, zero = 0.0f;
-    auto find_and_time = [&](cudnnMathType_t math, double& ms, double& l2, std::string& algo,
-                             std::vector<float>* keep, Timing* timing) {
+    auto find_and_time = [&](cudnnMathType_t math, Timing& timing, double& l2, std::string& algo,
+                             std::vector<float>* keep) {
       CUDNN_CHECK(cudnnSetConvolutionMathType(cd, math));
       std::function<void(int)> run;
       if (!p.transposed) {
@@ -446,21 +445,19 @@ Result run_problem(const Problem& p, int runs, bool use_cudnn) {
       CUDA_CHECK(cudaStreamSynchronize(stream));
       std::vector<float> yc = to_host(y2);
       l2 = slice_l2(slice, yc, p.cout, T);
-      const Timing t = time_calls(run, runs, stream);
-      ms = t.ms;
-      if (timing != nullptr) *timing = t;
+      timing = time_calls(run, runs, stream);
       if (keep != nullptr) *keep = std::move(yc);
     };
     // cuDNN's TF32 switch: keep the fp32 measurement honest even if NVIDIA_TF32_OVERRIDE is set.
     std::vector<float> yc;
-    find_and_time(CUDNN_FMA_MATH, r.cudnn_ms, r.cudnn_l2, r.cudnn_algo, &yc, &r.cudnn_t);
+    find_and_time(CUDNN_FMA_MATH, r.cudnn_t, r.cudnn_l2, r.cudnn_algo, &yc);
     double max_diff = 0, max_ref = 0;
     for (std::size_t i = 0; i < yc.size(); ++i) {
       max_diff = std::max(max_diff, double(std::fabs(yo[i] - yc[i])));
       max_ref = std::max(max_ref, double(std::fabs(yc[i])));
     }
     r.max_rel_diff = max_diff / max_ref;
-    find_and_time(CUDNN_TENSOR_OP_MATH, r.tf32_ms, r.tf32_l2, r.cudnn_tf32_algo, nullptr, nullptr);
+    find_and_time(CUDNN_TENSOR_OP_MATH, r.tf32_t, r.tf32_l2, r.cudnn_tf32_algo, nullptr);
     CUDA_CHECK(cudaFree(workspace));
     cudnnDestroyConvolutionDescriptor(cd);
     cudnnDestroyFilterDescriptor(wd);
@@ -608,14 +605,14 @@ int main(int argc, char** argv) {
       std::printf(
           "| %s | %s | %s | %s | %s | %s | %s | %s%% (%s) | %s | %s | %s | %s%s | %s | %s | %s |\n",
           r.p.name, r.p.transposed ? "ConvTranspose1d" : "Conv1d", shape_string(r.p).c_str(),
-          r.kernel.c_str(), fmt(r.ours_ms).c_str(), fmt(r.gflop / r.ours_ms * 1e3, 0).c_str(),
-          fmt(r.bytes / r.ours_ms / 1e6, 0).c_str(), fmt(100.0 * floor / r.ours_ms, 0).c_str(),
-          mem_floor > ffma_floor ? "mem" : "FFMA", r.have_cudnn ? fmt(r.cudnn_ms).c_str() : "n/a",
-          r.have_cudnn ? (fmt(r.cudnn_ms / r.ours_ms, 2) + "x").c_str() : "n/a",
+          r.kernel.c_str(), fmt(r.ours_t.ms).c_str(), fmt(r.gflop / r.ours_t.ms * 1e3, 0).c_str(),
+          fmt(r.bytes / r.ours_t.ms / 1e6, 0).c_str(), fmt(100.0 * floor / r.ours_t.ms, 0).c_str(),
+          mem_floor > ffma_floor ? "mem" : "FFMA", r.have_cudnn ? fmt(r.cudnn_t.ms).c_str() : "n/a",
+          r.have_cudnn ? (fmt(r.cudnn_t.ms / r.ours_t.ms, 2) + "x").c_str() : "n/a",
           r.have_cudnn && !r.cudnn_zeros_only ? sci(r.max_rel_diff).c_str() : "n/a",
           sci(r.ours_l2).c_str(), r.ours_all_written ? "" : " UNWRITTEN OUTPUTS",
           r.have_cudnn && !r.cudnn_zeros_only ? sci(r.cudnn_l2).c_str() : "n/a",
-          r.have_cudnn ? fmt(r.tf32_ms).c_str() : "n/a",
+          r.have_cudnn ? fmt(r.tf32_t.ms).c_str() : "n/a",
           r.have_cudnn && !r.cudnn_zeros_only ? sci(r.tf32_l2).c_str() : "n/a");
     }
     std::printf(
@@ -654,17 +651,17 @@ int main(int argc, char** argv) {
         js << "    {\"workload\": \"" << r.p.name << "\", \"op\": \""
            << (r.p.transposed ? "conv_transpose1d" : "conv1d") << "\", \"shape\": \""
            << shape_string(r.p) << "\", \"kernel\": \"" << r.kernel << "\", \"gflop\": " << r.gflop
-           << ", \"bytes\": " << r.bytes << ", \"ours_ms\": " << r.ours_ms
+           << ", \"bytes\": " << r.bytes << ", \"ours_ms\": " << r.ours_t.ms
            << ", \"ours_host_us\": " << r.ours_t.host_us
            << ", \"ours_queued_ms\": " << r.ours_t.queued_ms << ", \"ours_rel_l2\": " << r.ours_l2
            << ", \"ours_all_written\": " << (r.ours_all_written ? "true" : "false");
         if (r.have_cudnn) {
-          js << ", \"cudnn_fp32_ms\": " << r.cudnn_ms
+          js << ", \"cudnn_fp32_ms\": " << r.cudnn_t.ms
              << ", \"cudnn_fp32_host_us\": " << r.cudnn_t.host_us
              << ", \"cudnn_fp32_queued_ms\": " << r.cudnn_t.queued_ms << ", \"cudnn_fp32_algo\": \""
-             << r.cudnn_algo << "\", \"cudnn_over_ours\": " << r.cudnn_ms / r.ours_ms
+             << r.cudnn_algo << "\", \"cudnn_over_ours\": " << r.cudnn_t.ms / r.ours_t.ms
              << ", \"max_rel_diff_vs_cudnn\": " << r.max_rel_diff
-             << ", \"cudnn_fp32_rel_l2\": " << r.cudnn_l2 << ", \"cudnn_tf32_ms\": " << r.tf32_ms
+             << ", \"cudnn_fp32_rel_l2\": " << r.cudnn_l2 << ", \"cudnn_tf32_ms\": " << r.tf32_t.ms
              << ", \"cudnn_tf32_algo\": \"" << r.cudnn_tf32_algo
              << "\", \"cudnn_tf32_rel_l2\": " << r.tf32_l2
              << ", \"cudnn_tf32_note\": \"not fp32-accurate\"";
