@@ -478,6 +478,9 @@ using EncoderAlignedScope = ScopedPolicy<convbank::detail::cuda::encoder_aligned
 // The local-order encoder.
 using EncoderLocalScope = ScopedPolicy<convbank::detail::cuda::encoder_local_policy,
                                        convbank::detail::cuda::set_encoder_local_policy>;
+// The tensor-core one-channel encoder.
+using EncoderWgmmaScope = ScopedPolicy<convbank::detail::cuda::encoder_wgmma_policy,
+                                       convbank::detail::cuda::set_encoder_wgmma_policy>;
 // The SS kernel's 3xFP16 products.
 using HalfScope = ScopedPolicy<convbank::detail::cuda::ss_half_policy,
                                convbank::detail::cuda::set_ss_half_policy>;
@@ -1665,6 +1668,81 @@ TEST_CASE("cuda:sanitize local-order encoder on every tile against the float64 o
   CHECK(stats.worst <= kTolerance);
 }
 
+// The tensor-core encoder (conv1d_encoder_wgmma_3xtf32) forced onto layers of every kind it
+// takes, with tiles of 128 and 64 frames per warpgroup: 1 to 8 channel tiles per chunk (ragged
+// ones too) and two chunks (600 channels), 1 to 4 reduction steps (K 1 to 32), strides 1 to 16,
+// dilation, every padding mode, groups (the weights reloaded per group), odd rows, strided views
+// and rows shorter than a tile.
+TEST_CASE("cuda:sanitize tensor-core encoder against the float64 oracle") {
+  CUDA_OR_SKIP();
+  namespace cc = convbank::detail::cuda;
+  if (!cc::wgmma_available()) {
+    MESSAGE("no sm_90a device: the tensor-core encoder does not run here");
+    return;
+  }
+  const EncoderWgmmaScope scope(cc::WgmmaPolicy::kAlways);
+  struct TileScope {
+    int before = cc::set_encoder_wgmma_tile(128);
+    ~TileScope() { cc::set_encoder_wgmma_tile(before); }
+  } tile_scope;
+  using C = Conv1dOptions;
+  GridStats stats;
+  std::uint64_t seed = 6061;
+  int launches = 0;
+  auto conv = [&](const C& o, std::int64_t n, std::int64_t frames, bool strided) {
+    CHECK(std::string(kernel_of(Conv1d(o), Shape{n, o.in_channels, frames})) ==
+          "conv1d_encoder_wgmma_3xtf32");
+    CHECK(run_config<Conv1d, C>(o, n, frames, strided, seed++, stats));
+    ++launches;
+  };
+  for (const int frames : {128, 64}) {
+    CAPTURE(frames);
+    cc::set_encoder_wgmma_tile(frames);
+    conv({.in_channels = 1, .out_channels = 512, .kernel_size = 16, .stride = 8}, 2, 12001, true);
+    conv({.in_channels = 1,
+          .out_channels = 70,
+          .kernel_size = 20,
+          .stride = 10,
+          .padding = 5,
+          .padding_mode = PaddingMode::kReflect},
+         2, 4000, false);
+    conv({.in_channels = 1, .out_channels = 48, .kernel_size = 8, .stride = 4, .dilation = 2}, 3,
+         4001, true);
+    conv({.in_channels = 3,
+          .out_channels = 60,
+          .kernel_size = 7,
+          .stride = 3,
+          .padding = 4,
+          .dilation = 2,
+          .groups = 3,
+          .padding_mode = PaddingMode::kCircular},
+         2, 1500, true);
+    conv({.in_channels = 1, .out_channels = 32, .kernel_size = 1}, 2, 700, false);
+    conv({.in_channels = 1, .out_channels = 256, .kernel_size = 32, .stride = 16, .bias = false}, 2,
+         8011, false);
+    conv({.in_channels = 1,
+          .out_channels = 128,
+          .kernel_size = 3,
+          .padding = 1,
+          .padding_mode = PaddingMode::kReplicate},
+         1, 2501, true);
+    conv({.in_channels = 1, .out_channels = 600, .kernel_size = 12, .stride = 6, .padding = 2}, 2,
+         3000, false);
+    conv({.in_channels = 1, .out_channels = 100, .kernel_size = 5, .stride = 3, .padding = 2}, 2,
+         777, true);
+    conv({.in_channels = 2, .out_channels = 260, .kernel_size = 24, .stride = 2, .groups = 2}, 2,
+         3000, false);
+    conv({.in_channels = 1, .out_channels = 64, .kernel_size = 16, .stride = 8}, 5, 1500, false);
+    conv({.in_channels = 1, .out_channels = 96, .kernel_size = 26, .stride = 13}, 2, 5000, true);
+    conv({.in_channels = 1, .out_channels = 200, .kernel_size = 16, .stride = 8, .padding = 3}, 1,
+         100, false);
+  }
+  MESSAGE("tensor-core encoder: ", launches, " launches, worst ", stats.worst, " at ",
+          stats.worst_config);
+  CHECK(launches == 26);
+  CHECK(stats.worst <= kTolerance);
+}
+
 // The tensor-core decoder (conv_decoder_wgmma.cu): a GEMM over the input channels into
 // (channel, tap) columns and an overlap-add in the epilogue. Both column instantiations (16 and
 // 32), 1 to 16 taps per phase (stride 1 included), padding that starts mid-block and makes
@@ -2192,6 +2270,13 @@ void for_each_kernel_family(Run&& run) {
   }
   {
     const Conv1dOptions o{.in_channels = 1, .out_channels = 32, .kernel_size = 16, .stride = 8};
+    run(o, 2, 8001);
+  }
+  {  // ... on the tensor cores (sm_90): two channel tiles, the second ragged
+    namespace cc = convbank::detail::cuda;
+    const EncoderWgmmaScope tensor(cc::WgmmaPolicy::kAlways);
+    const Conv1dOptions o{
+        .in_channels = 1, .out_channels = 100, .kernel_size = 16, .stride = 8, .padding = 3};
     run(o, 2, 8001);
   }
   {  // depthwise

@@ -257,6 +257,13 @@ std::int64_t conv1d_encoder_local_tiles(const Conv1dParams& p);
 void launch_conv1d_encoder_local(const Conv1dParams& p, TensorView<const float> x, const float* w,
                                  const float* bias, TensorView<float> y, cudaStream_t stream,
                                  const char* name);
+// The tensor-core one-channel encoder (conv_encoder_wgmma.cu): K <= 32, sm_90a.
+bool conv1d_encoder_wgmma_supported(const Conv1dParams& p);
+std::int64_t conv1d_encoder_wgmma_items(const Conv1dParams& p);  // 0 where it does not fit
+void launch_conv1d_encoder_wgmma(const Conv1dParams& p, TensorView<const float> x, const float* w,
+                                 const float* bias, TensorView<float> y, cudaStream_t stream,
+                                 const char* name);
+
 bool conv1d_depthwise_supported(const Conv1dParams& p);
 void launch_conv1d_depthwise(const Conv1dParams& p, TensorView<const float> x, const float* w,
                              const float* bias, TensorView<float> y, cudaStream_t stream,

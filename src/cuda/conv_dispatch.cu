@@ -128,6 +128,7 @@ enum class Family {
   kEncoder,
   kEncoder2,
   kEncoderLocal,
+  kEncoderWgmma,
   kDepthwise,
   kDecoder,
   kDecoderWgmma,
@@ -240,6 +241,19 @@ std::atomic<WgmmaPolicy>& encoder_local_slot() {
 bool encoder_local_wins(const Conv1dParams& p) {
   if (const auto forced = forced_by(encoder_local_slot().load())) return *forced;
   return conv1d_encoder_local_tiles(p) >= 2LL * num_sms();
+}
+
+std::atomic<WgmmaPolicy>& encoder_wgmma_slot() {
+  static std::atomic<WgmmaPolicy> slot{env_policy("CONVBANK_CUDA_ENC_WGMMA")};
+  return slot;
+}
+
+// The tensor-core encoder where its items fill the GPU twice and its 64-channel tiles are full
+// (and not where the tensor cores are off).
+bool encoder_wgmma_wins(const Conv1dParams& p) {
+  if (const auto forced = forced_by(encoder_wgmma_slot().load())) return *forced;
+  if (wgmma_policy() == WgmmaPolicy::kNever) return false;
+  return p.out_channels / p.groups >= 64 && conv1d_encoder_wgmma_items(p) >= 2LL * num_sms();
 }
 
 // CONVBANK_CUDA_DECODER_WGMMA=0: the tensor-core decoder kernel off, for both layer kinds.
@@ -556,6 +570,9 @@ Choice choose_zeros_or_native(const Conv1dParams& p) {
   if (p.kernel_size == 3 && p.stride == 1 && p.dilation == 1 && cin_g >= 16 && cout_g >= 32) {
     return {Family::kWinograd, GemmTile::k128x128, "conv1d_winograd_f43_ffma"};
   }
+  if (cin_g == 1 && encoder_wgmma_wins(p) && conv1d_encoder_wgmma_supported(p)) {
+    return {Family::kEncoderWgmma, GemmTile::k128x128, "conv1d_encoder_wgmma_3xtf32"};
+  }
   if (cin_g == 1 && conv1d_encoder2_supported(p) && encoder2_wins(p)) {
     return {Family::kEncoder2, GemmTile::k128x128, "conv1d_encoder_aligned_ffma"};
   }
@@ -722,6 +739,12 @@ void set_encoder_local_policy(WgmmaPolicy policy) {
 WgmmaPolicy encoder_local_policy() {
   return encoder_local_slot().load();
 }
+void set_encoder_wgmma_policy(WgmmaPolicy policy) {
+  encoder_wgmma_slot().store(policy);
+}
+WgmmaPolicy encoder_wgmma_policy() {
+  return encoder_wgmma_slot().load();
+}
 
 const char* conv1d_kernel_name(const Conv1dParams& p) {
   return choose(p).name;
@@ -766,6 +789,9 @@ void launch_conv1d(const Choice& c, const Conv1dParams& p, TensorView<const floa
       break;
     case Family::kEncoderLocal:
       launch_conv1d_encoder_local(p, input, weight, bias, output, s, c.name);
+      break;
+    case Family::kEncoderWgmma:
+      launch_conv1d_encoder_wgmma(p, input, weight, bias, output, s, c.name);
       break;
     case Family::kDepthwise:
       launch_conv1d_depthwise(p, input, weight, bias, output, s, c.name);
@@ -821,6 +847,7 @@ void conv_transpose1d(const ConvTranspose1dParams& p, TensorView<const float> in
     case Family::kEncoder:
     case Family::kEncoder2:
     case Family::kEncoderLocal:
+    case Family::kEncoderWgmma:
     case Family::kDepthwise:
     case Family::kS2d:
       launch_conv_transpose1d_direct(p, input, weight, bias, output, s, c.name);

@@ -30,6 +30,7 @@
 
 #include "cuda/conv_common.cuh"
 #include "cuda/cp_async.cuh"
+#include "cuda/encoder_window.cuh"
 
 namespace convbank::detail::cuda {
 
@@ -46,22 +47,6 @@ constexpr int kEncCo = kEncWarps * kEncRows;  // output channels per block
 // Dynamic shared memory a block may use without opting in (48 KB): weights, bias, tap offsets
 // and the input window.
 constexpr int kEncSmemFloats = 12288;
-
-// The argument fields both encoders share (set by set_encoder_args).
-struct EncoderArgs {
-  const float* x;
-  std::int64_t x_bs, x_cs;
-  const float* w;
-  const float* bias;
-  float* y;
-  std::int64_t y_bs, y_cs;
-  std::int64_t batch, cout_g, groups, c_tiles, t_tiles;
-  std::int64_t pad, in_frames, out_frames;
-  int K, stride, mode;
-  // i / stride == __umulhi(i, s_magic) for every window position i (stride >= 2): the staging
-  // loop's integer division by a runtime value was about 20 instructions per word.
-  unsigned s_magic;
-};
 
 struct EncArgs : EncoderArgs {
   int dilation;
@@ -307,52 +292,6 @@ __device__ __forceinline__ void encoder2_class(float (&acc)[kEnc2Class][4], cons
   }
 }
 
-// Copies input positions pos0 .. pos0 + window - 1 of xrow into sx split into `stride` phase rows
-// of `row` words (position i at (i % s) * row + i / s, so that lanes on consecutive frames read
-// consecutive words of a phase row): asynchronously where they lie inside the row (the caller
-// commits the group), the padding around it by plain stores.
-template <int kThreads>
-__device__ __forceinline__ void copy_phase_window(const EncoderArgs& a, const float* xrow,
-                                                  std::int64_t pos0, int window, int row,
-                                                  float* sx) {
-  const int s = a.stride;
-  for (int i = threadIdx.x; i < window; i += kThreads) {
-    const int q = s == 1 ? i : static_cast<int>(__umulhi(static_cast<unsigned>(i), a.s_magic));
-    float* dst = sx + (i - q * s) * row + q;
-    const std::int64_t pos = pos0 + i;
-    if (static_cast<std::uint64_t>(pos) < static_cast<std::uint64_t>(a.in_frames)) {
-      cp_async4(smem_addr(dst), xrow + pos, true);
-    } else {
-      *dst = load_padded(xrow, pos, a.in_frames, a.mode);
-    }
-  }
-}
-
-// copy_phase_window for a window that lies inside its row (src: its first position): no bounds
-// test, and each thread's phase row and column advanced by kThreads positions (kThreads = dq s +
-// dr) instead of divided per word.
-template <int kThreads>
-__device__ __forceinline__ void copy_phase_window_inside(const EncoderArgs& a, const float* src,
-                                                         int window, int row, float* sx) {
-  const int s = a.stride;
-  const auto quotient = [&](unsigned i) { return s == 1 ? i : __umulhi(i, a.s_magic); };
-  const int dq = static_cast<int>(quotient(kThreads)), dr = kThreads - dq * s;
-  const int q = static_cast<int>(quotient(threadIdx.x));
-  int r = static_cast<int>(threadIdx.x) - q * s;
-  unsigned dst = smem_addr(sx + r * row + q);
-  const unsigned step = 4u * static_cast<unsigned>(dr * row + dq);
-  const unsigned wrap = 4u * static_cast<unsigned>(1 - s * row);
-  for (int i = threadIdx.x; i < window; i += kThreads) {
-    cp_async4(dst, src + i, true);
-    dst += step;
-    r += dr;
-    if (r >= s) {
-      r -= s;
-      dst += wrap;
-    }
-  }
-}
-
 // Copies the window of frame tile `bt` (batch-major) into `sx`, split into phase rows:
 // asynchronously where it lies inside the row, the padding around it by plain stores (both are
 // visible after the caller's wait and barrier).
@@ -361,7 +300,7 @@ __device__ __forceinline__ void encoder2_window(const Enc2Args& a, const float* 
   const int s = a.stride;
   const std::int64_t b = bt / a.t_tiles;
   const std::int64_t pos0 = (bt - b * a.t_tiles) * kEnc2Frames * s - 4 * s - a.pad;
-  copy_phase_window<kEnc2Threads>(a, xg + b * a.x_bs, pos0, a.window, a.row, sx);
+  copy_phase_window<kEnc2Threads>(a, xg + b * a.x_bs, pos0, a.window, a.row, sx, threadIdx.x);
   cp_async_commit();
 }
 
@@ -550,9 +489,9 @@ __device__ __forceinline__ void local_stage(const LocArgs& a, std::uint32_t tile
   const float* xrow = a.x + std::int64_t{t.b} * a.x_bs + std::int64_t{t.g} * a.x_cs;
   const std::int64_t pos0 = std::int64_t{t.tt} * a.frames * a.stride - a.pad;
   if (a.inside && pos0 >= 0 && pos0 + a.window <= a.in_frames) {
-    copy_phase_window_inside<kLocThreads>(a, xrow + pos0, a.window, a.phase_len, sx);
+    copy_phase_window_inside<kLocThreads>(a, xrow + pos0, a.window, a.phase_len, sx, threadIdx.x);
   } else {
-    copy_phase_window<kLocThreads>(a, xrow, pos0, a.window, a.phase_len, sx);
+    copy_phase_window<kLocThreads>(a, xrow, pos0, a.window, a.phase_len, sx, threadIdx.x);
   }
   cp_async_commit();
 }
