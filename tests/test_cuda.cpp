@@ -1669,8 +1669,9 @@ TEST_CASE("cuda:sanitize local-order encoder on every tile against the float64 o
 }
 
 // The tensor-core encoder (conv1d_encoder_wgmma_3xtf32) forced onto layers of every kind it
-// takes, with tiles of 128 and 64 frames per warpgroup: 1 to 8 channel tiles per chunk (ragged
-// ones too) and two chunks (600 channels), 1 to 4 reduction steps (K 1 to 32), strides 1 to 16,
+// takes, on items of 128 frames per warpgroup x 256 or 512 channels and 64 x 64: 1 to 8 channel
+// tiles per item (ragged ones too), items inside a block's chunk of weights and two chunks
+// (600 channels), 1 to 4 reduction steps (K 1 to 32), strides 1 to 16,
 // dilation, every padding mode, groups (the weights reloaded per group), odd rows, strided views
 // and rows shorter than a tile.
 TEST_CASE("cuda:sanitize tensor-core encoder against the float64 oracle") {
@@ -1682,8 +1683,8 @@ TEST_CASE("cuda:sanitize tensor-core encoder against the float64 oracle") {
   }
   const EncoderWgmmaScope scope(cc::WgmmaPolicy::kAlways);
   struct TileScope {
-    int before = cc::set_encoder_wgmma_tile(128);
-    ~TileScope() { cc::set_encoder_wgmma_tile(before); }
+    std::pair<int, int> before = cc::set_encoder_wgmma_tile(128, 256);
+    ~TileScope() { cc::set_encoder_wgmma_tile(before.first, before.second); }
   } tile_scope;
   using C = Conv1dOptions;
   GridStats stats;
@@ -1695,9 +1696,10 @@ TEST_CASE("cuda:sanitize tensor-core encoder against the float64 oracle") {
     CHECK(run_config<Conv1d, C>(o, n, frames, strided, seed++, stats));
     ++launches;
   };
-  for (const int frames : {128, 64}) {
+  for (const auto& [frames, channels] : {std::pair{128, 256}, {64, 64}, {128, 512}}) {
     CAPTURE(frames);
-    cc::set_encoder_wgmma_tile(frames);
+    CAPTURE(channels);
+    cc::set_encoder_wgmma_tile(frames, channels);
     conv({.in_channels = 1, .out_channels = 512, .kernel_size = 16, .stride = 8}, 2, 12001, true);
     conv({.in_channels = 1,
           .out_channels = 70,
@@ -1735,11 +1737,11 @@ TEST_CASE("cuda:sanitize tensor-core encoder against the float64 oracle") {
     conv({.in_channels = 1, .out_channels = 64, .kernel_size = 16, .stride = 8}, 5, 1500, false);
     conv({.in_channels = 1, .out_channels = 96, .kernel_size = 26, .stride = 13}, 2, 5000, true);
     conv({.in_channels = 1, .out_channels = 200, .kernel_size = 16, .stride = 8, .padding = 3}, 1,
-         100, false);
+         3001, false);
   }
   MESSAGE("tensor-core encoder: ", launches, " launches, worst ", stats.worst, " at ",
           stats.worst_config);
-  CHECK(launches == 26);
+  CHECK(launches == 39);
   CHECK(stats.worst <= kTolerance);
 }
 

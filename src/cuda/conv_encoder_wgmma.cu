@@ -49,7 +49,8 @@ constexpr int kEwSmemMax = 227 * 1024;
 
 struct EwArgs : EncoderArgs {
   int dilation;
-  int CH;                 // channels per chunk, a multiple of 64
+  int WCH;                // channels whose weights a block holds (a chunk), a power of 2 x 64
+  int CH;                 // channels per item, a power of 2 x 64 dividing WCH
   int window, phase_len;  // a warpgroup's window: positions, words per phase row
   int win_buf;            // floats per window buffer (two per warpgroup)
   int pitch;              // floats per row of a warp's epilogue slice
@@ -126,8 +127,8 @@ __global__ void __launch_bounds__(kEwThreads, NT <= 64 ? 2 : 1)
   extern __shared__ __align__(128) float sm[];
   int* soff = reinterpret_cast<int*>(sm);  // [KP]: tap k's first word in a staged window
   float* wbig = sm + kEwMaxTaps;
-  float* wsmall = wbig + a.CH * KP;
-  float* sbias = wsmall + a.CH * KP;
+  float* wsmall = wbig + a.WCH * KP;
+  float* sbias = wsmall + a.WCH * KP;
   const int wg = static_cast<int>(threadIdx.x) >> 7;
   const int tid = static_cast<int>(threadIdx.x) & 127, warp = tid >> 5, lane = tid & 31;
   float* planes = sm + a.off_wg + wg * a.wg_floats;  // big [G][NT][4], then small
@@ -157,19 +158,20 @@ __global__ void __launch_bounds__(kEwThreads, NT <= 64 ? 2 : 1)
   };
   // The chunk's weights split into the A planes, and its bias; true where a weight is not
   // finite. Every thread of the block, two barriers.
-  auto load_weights = [&](const EwItem& t, int valid) {
-    const std::int64_t oc0 = std::int64_t{t.g} * a.cout_g + std::int64_t{t.cc} * a.CH;
+  auto load_weights = [&](std::uint32_t g, std::int64_t wc0) {
+    const std::int64_t oc0 = std::int64_t{g} * a.cout_g + wc0;
+    const std::int64_t valid = a.cout_g - wc0;
     bool bad = false;
-    for (int i = threadIdx.x; i < a.CH * KP; i += kEwThreads) {
+    for (int i = threadIdx.x; i < a.WCH * KP; i += kEwThreads) {
       const int c = i / KP, k = i - c * KP;
       const float v = k < a.K && c < valid ? __ldg(a.w + (oc0 + c) * a.K + k) : 0.0f;
       std::uint32_t hi, lo;
       bad |= !split_tf32(v, hi, lo);
-      const int o = plane_offset(k, c, a.CH);
+      const int o = plane_offset(k, c, a.WCH);
       wbig[o] = __uint_as_float(hi);
       wsmall[o] = __uint_as_float(lo);
     }
-    for (int c = threadIdx.x; c < a.CH; c += kEwThreads) {
+    for (int c = threadIdx.x; c < a.WCH; c += kEwThreads) {
       sbias[c] = a.bias != nullptr && c < valid ? __ldg(a.bias + oc0 + c) : 0.0f;
     }
     fence_proxy_async();
@@ -192,10 +194,14 @@ __global__ void __launch_bounds__(kEwThreads, NT <= 64 ? 2 : 1)
     const EwItem t = ew_item_of(a, item);
     const int valid =
         static_cast<int>(min(std::int64_t{a.CH}, a.cout_g - std::int64_t{t.cc} * a.CH));
-    const std::int64_t wkey = std::int64_t{t.g} * a.c_chunks32 + t.cc;
+    // The item's channels in the chunk its block holds: from row `first` of the planes.
+    const std::int64_t item_c0 = std::int64_t{t.cc} * a.CH;
+    const std::int64_t wc0 = item_c0 / a.WCH * a.WCH;
+    const int first = static_cast<int>(item_c0 - wc0);
+    const std::int64_t wkey = std::int64_t{t.g} * a.cout_g + wc0;
     if (wkey != key) {  // the same for the whole block
       __syncthreads();  // every warpgroup is done with the previous chunk's planes
-      w_bad = load_weights(t, valid);
+      w_bad = load_weights(t.g, wc0);
       key = wkey;
     }
     const std::int64_t f0 = (std::int64_t{t.tt} * kEwGroups + wg) * NT;
@@ -226,7 +232,7 @@ __global__ void __launch_bounds__(kEwThreads, NT <= 64 ? 2 : 1)
         for (int i = tid; i < valid * NT; i += 128) {
           const int c = i / NT, f = i - c * NT;
           if (f0 + f >= a.out_frames) continue;
-          float acc = sbias[c];
+          float acc = sbias[first + c];
           for (int k = 0; k < a.K; ++k) acc = fmaf(__ldg(wc + c * a.K + k), cw[soff[k] + f], acc);
           yt[c * a.y_cs + f] = acc;
         }
@@ -242,8 +248,9 @@ __global__ void __launch_bounds__(kEwThreads, NT <= 64 ? 2 : 1)
           wgmma_fence();
 #pragma unroll
           for (int ks = 0; ks < KS; ++ks) {
-            const std::uint64_t ao = m * 128 + ks * a.CH * 2;  // (m 2048 + ks CH 32) / 16
-            const std::uint64_t bo = ks * 2 * NT;              // ks 2 NT 16 / 16
+            const std::uint64_t ao =
+                (first / 64 + m) * 128 + ks * a.WCH * 2;  // (.. 2048 + ks WCH 32) / 16
+            const std::uint64_t bo = ks * 2 * NT;         // ks 2 NT 16 / 16
             ew_mma(d, a_small + ao, b_big + bo, ks > 0 ? 1 : 0);
             ew_mma(d, a_big + ao, b_small + bo, 1);
             ew_mma(d, a_big + ao, b_big + bo, 1);
@@ -270,7 +277,7 @@ __global__ void __launch_bounds__(kEwThreads, NT <= 64 ? 2 : 1)
 #pragma unroll
           for (int r = 0; r < 16; ++r) {
             const bool row_ok = c0 + r < valid;
-            const float bias = sbias[row_ok ? c0 + r : 0];
+            const float bias = sbias[row_ok ? first + c0 + r : 0];
             float* yr = yt + std::int64_t{c0 + r} * a.y_cs;
             const float* er = epi + r * a.pitch;
 #pragma unroll
@@ -313,8 +320,9 @@ __global__ void __launch_bounds__(kEwThreads, NT <= 64 ? 2 : 1)
 #endif  // __CUDA_ARCH_FEAT_SM90_ALL
 }
 
-// Frames per warpgroup tile and channels per chunk, read once from CONVBANK_CUDA_ENC_WGMMA_NT /
-// _CH for A/B runs (0, unset: 128 frames, and the group's channels up to 512).
+// Frames per warpgroup tile and channels per item, read once from CONVBANK_CUDA_ENC_WGMMA_NT /
+// _CH for A/B runs (0, unset: 128 frames and 256 channels, fewer where the group has fewer);
+// set_encoder_wgmma_tile for the tests.
 std::atomic<int> g_ew_nt{env_int("CONVBANK_CUDA_ENC_WGMMA_NT")};
 std::atomic<int> g_ew_ch{env_int("CONVBANK_CUDA_ENC_WGMMA_CH")};
 
@@ -342,18 +350,20 @@ std::size_t ew_geometry(EwArgs& a, const Conv1dParams& p) {
   const int pitch = nt + 8;
   const std::int64_t wg_floats =
       (2 * ew_plane_floats(kp, nt) + 2 * win_buf + 4 * 16 * pitch + 31) / 32 * 32;
-  const int set_ch = g_ew_ch.load(std::memory_order_relaxed);
-  // A power of two of 64-channel tiles (the kernel's unrolled tile loop), 8 at most.
-  std::int64_t ch = 64;
-  while (ch < 512 && ch < cout_g) ch *= 2;
-  if (set_ch > 0) ch = std::min<std::int64_t>(ch, std::max(64, set_ch));
-  while (ch > 64 && (ch & (ch - 1)) != 0) ch &= ch - 1;
+  // The chunk: a power of two of 64-channel tiles, as many as the group has up to 8 and as fit.
+  std::int64_t wch = 64;
+  while (wch < 512 && wch < cout_g) wch *= 2;
   auto bytes = [&](std::int64_t c) {
     const std::int64_t off_wg = (kEwMaxTaps + 2 * c * kp + c + 31) / 32 * 32;
     return std::size_t(off_wg + kEwGroups * wg_floats) * sizeof(float);
   };
-  while (ch > 64 && bytes(ch) > kEwSmemMax) ch /= 2;
-  if (bytes(ch) > kEwSmemMax) return 0;
+  while (wch > 64 && bytes(wch) > kEwSmemMax) wch /= 2;
+  if (bytes(wch) > kEwSmemMax) return 0;
+  // An item: a power of two of the chunk's tiles (the kernel's unrolled tile loop), 256 channels
+  // unless set.
+  const int set_ch = g_ew_ch.load(std::memory_order_relaxed);
+  std::int64_t ch = std::min<std::int64_t>(wch, set_ch > 0 ? std::max(64, set_ch) : 256);
+  while ((ch & (ch - 1)) != 0) ch &= ch - 1;
   const std::int64_t t_items = (p.out_frames + 2LL * nt - 1) / (2LL * nt);
   const std::int64_t c_chunks = (cout_g + ch - 1) / ch;
   const std::int64_t n_items = t_items * c_chunks * p.groups * p.batch;
@@ -362,13 +372,14 @@ std::size_t ew_geometry(EwArgs& a, const Conv1dParams& p) {
   a.groups = p.groups;
   a.batch = p.batch;
   a.dilation = static_cast<int>(p.dilation);
+  a.WCH = static_cast<int>(wch);
   a.CH = static_cast<int>(ch);
   a.window = static_cast<int>(window);
   a.phase_len = static_cast<int>(phase_len);
   a.win_buf = static_cast<int>(win_buf);
   a.pitch = pitch;
   a.wg_floats = static_cast<int>(wg_floats);
-  a.off_wg = static_cast<int>((kEwMaxTaps + 2 * ch * kp + ch + 31) / 32 * 32);
+  a.off_wg = static_cast<int>((kEwMaxTaps + 2 * wch * kp + wch + 31) / 32 * 32);
   a.n_items = static_cast<std::uint32_t>(n_items);
   a.t_items32 = static_cast<std::uint32_t>(t_items);
   a.c_chunks32 = static_cast<std::uint32_t>(c_chunks);
@@ -376,7 +387,7 @@ std::size_t ew_geometry(EwArgs& a, const Conv1dParams& p) {
   a.t_magic = div_magic(t_items);
   a.c_magic = div_magic(c_chunks);
   a.g_magic = div_magic(p.groups);
-  return bytes(ch);
+  return bytes(wch);
 }
 
 template <int KS, int NT, int MT>
@@ -430,8 +441,9 @@ std::int64_t conv1d_encoder_wgmma_items(const Conv1dParams& p) {
   return ew_geometry(a, p) != 0 ? a.n_items : 0;
 }
 
-int set_encoder_wgmma_tile(int frames) {
-  return g_ew_nt.exchange(frames, std::memory_order_relaxed);
+std::pair<int, int> set_encoder_wgmma_tile(int frames, int channels) {
+  return {g_ew_nt.exchange(frames, std::memory_order_relaxed),
+          g_ew_ch.exchange(channels, std::memory_order_relaxed)};
 }
 
 void launch_conv1d_encoder_wgmma(const Conv1dParams& p, TensorView<const float> x, const float* w,
