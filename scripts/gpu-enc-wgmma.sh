@@ -54,10 +54,10 @@ for s in "${shapes[@]}"; do args+=(--shape "$s"); done
 variants=(
   "ffma:CONVBANK_CUDA_ENC_WGMMA=0"
   "auto:"
-  "c128:CONVBANK_CUDA_ENC_WGMMA=1,CONVBANK_CUDA_ENC_WGMMA_CH=128"
-  "c64:CONVBANK_CUDA_ENC_WGMMA=1,CONVBANK_CUDA_ENC_WGMMA_CH=64"
+  "sync:CONVBANK_CUDA_ENC_WGMMA=1,CONVBANK_CUDA_ENC_WGMMA_SYNC=1"
   "c512:CONVBANK_CUDA_ENC_WGMMA=1,CONVBANK_CUDA_ENC_WGMMA_CH=512"
-  "t64c128:CONVBANK_CUDA_ENC_WGMMA=1,CONVBANK_CUDA_ENC_WGMMA_NT=64,CONVBANK_CUDA_ENC_WGMMA_CH=128"
+  "c512sync:CONVBANK_CUDA_ENC_WGMMA=1,CONVBANK_CUDA_ENC_WGMMA_CH=512,CONVBANK_CUDA_ENC_WGMMA_SYNC=1"
+  "t64c512:CONVBANK_CUDA_ENC_WGMMA=1,CONVBANK_CUDA_ENC_WGMMA_NT=64,CONVBANK_CUDA_ENC_WGMMA_CH=512"
 )
 names=()
 for round in $(seq 1 "$ROUNDS"); do
@@ -91,6 +91,45 @@ done
     echo
   done <"$OUT/ffma.1"
 } | tee "$OUT/ab.md"
+rm -f "$OUT"/*.[0-9]
+
+# 3xFP16 against 3xTF32 on the layers that take 3xFP16 by default (log: short-row
+# depth-to-space decoders measured slower with it).
+stamp "3xFP16 vs 3xTF32"
+half_t=(8,512,256,512,16,8,4,1,1 8,256,128,4096,16,8,4,1,1 8,128,64,32768,4,2,1,1,1
+  8,64,32,65536,4,2,1,1,1 8,512,256,410,16,8,4,1,1 8,256,128,3277,10,5,3,1,1
+  8,128,64,16384,8,4,2,1,1 8,256,128,16384,3,2,1,1,1)
+half_c=(8,32,64,131072,4,2,1,1,1 8,64,128,65536,8,4,2,1,1 8,128,256,16384,10,5,3,1,1
+  8,256,512,3277,16,8,4,1,1 8,80,512,512,7,1,3,1,1)
+for round in $(seq 1 "$ROUNDS"); do
+  for v in half tf32; do
+    envs=()
+    [ $v = tf32 ] && envs=(CONVBANK_CUDA_SS_HALF=0)
+    {
+      a=(--no-cudnn --runs 30 --workload tcn_pointwise --workload up2x --workload x_up4x
+        --workload x_pw_odd --op conv-transpose1d)
+      for s in "${half_t[@]}"; do a+=(--shape "$s"); done
+      env "${envs[@]}" "$BENCH" "${a[@]}" 2>/dev/null
+      a=(--no-cudnn --runs 30 --op conv1d)
+      for s in "${half_c[@]}"; do a+=(--shape "$s"); done
+      env "${envs[@]}" "$BENCH" "${a[@]}" 2>/dev/null
+    } | awk -F'|' 'NF > 10 && $2 !~ /workload|---/ {gsub(/ /, "", $3); gsub(/ /, "", $4);
+        gsub(/ /, "", $5); gsub(/ /, "", $6); print $3 ":" $4, $5, $6}' >"$OUT/$v.$round"
+  done
+done
+{
+  echo "| layer | 3xFP16 default, ms per round | kernel | SS_HALF=0, ms per round | kernel |"
+  echo "|---|---|---|---|---|"
+  while read -r shape _; do
+    row="| $shape |"
+    for v in half tf32; do
+      ms=$(for r in $(seq 1 "$ROUNDS"); do awk -v s="$shape" '$1 == s {print $3}' "$OUT/$v.$r"; done | paste -sd/)
+      k=$(awk -v s="$shape" '$1 == s {print $2}' "$OUT/$v.$ROUNDS")
+      row="$row $ms | $k |"
+    done
+    echo "$row"
+  done <"$OUT/half.1"
+} | tee "$OUT/half.md"
 rm -f "$OUT"/*.[0-9]
 
 stamp "enc_tasnet against cuDNN, default dispatch"

@@ -59,6 +59,7 @@ struct EwArgs : EncoderArgs {
   // Items (frame item fastest, then channel chunk, group, batch), below 2^31.
   std::uint32_t n_items, t_items32, c_chunks32, groups32;
   std::uint32_t t_magic, c_magic, g_magic;
+  int lockstep;  // a block barrier per item (CONVBANK_CUDA_ENC_WGMMA_SYNC=1, for A/B runs)
 };
 
 struct EwItem {
@@ -199,6 +200,7 @@ __global__ void __launch_bounds__(kEwThreads, NT <= 64 ? 2 : 1)
     const std::int64_t wc0 = item_c0 / a.WCH * a.WCH;
     const int first = static_cast<int>(item_c0 - wc0);
     const std::int64_t wkey = std::int64_t{t.g} * a.cout_g + wc0;
+    if (a.lockstep && wkey == key) __syncthreads();
     if (wkey != key) {  // the same for the whole block
       __syncthreads();  // every warpgroup is done with the previous chunk's planes
       w_bad = load_weights(t.g, wc0);
@@ -387,6 +389,8 @@ std::size_t ew_geometry(EwArgs& a, const Conv1dParams& p) {
   a.t_magic = div_magic(t_items);
   a.c_magic = div_magic(c_chunks);
   a.g_magic = div_magic(p.groups);
+  static const int lockstep = env_int("CONVBANK_CUDA_ENC_WGMMA_SYNC");
+  a.lockstep = lockstep;
   return bytes(wch);
 }
 
