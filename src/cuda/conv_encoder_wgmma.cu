@@ -44,6 +44,7 @@ namespace {
 
 constexpr int kEwGroups = 2;  // warpgroups per block
 constexpr int kEwThreads = 128 * kEwGroups;
+constexpr int kEwFrames = 128;  // frames per warpgroup tile (NT below)
 constexpr int kEwMaxTaps = 32;
 constexpr int kEwSmemMax = 227 * 1024;
 
@@ -59,7 +60,6 @@ struct EwArgs : EncoderArgs {
   // Items (frame item fastest, then channel chunk, group, batch), below 2^31.
   std::uint32_t n_items, t_items32, c_chunks32, groups32;
   std::uint32_t t_magic, c_magic, g_magic;
-  int lockstep;  // a block barrier per item (CONVBANK_CUDA_ENC_WGMMA_SYNC=1, for A/B runs)
 };
 
 struct EwItem {
@@ -105,26 +105,16 @@ __device__ __forceinline__ void ew_mma(float (&d)[64], std::uint64_t a, std::uin
       : CONVBANK_WGMMA_D64_OPERANDS(d)
       : "l"(a), "l"(b), "r"(scale_d));
 }
-__device__ __forceinline__ void ew_mma(float (&d)[32], std::uint64_t a, std::uint64_t b,
-                                       int scale_d) {
-  asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32 {" CONVBANK_WGMMA_D32
-      "}, %32, %33, p, 1, 1;\n}\n"
-      : CONVBANK_WGMMA_D32_OPERANDS(d)
-      : "l"(a), "l"(b), "r"(scale_d));
-}
-
 #endif  // __CUDA_ARCH_FEAT_SM90_ALL
 
-// KS reduction steps of 8 taps, NT frames per warpgroup tile, MT 64-channel tiles per chunk.
-template <int KS, int NT, int MT>
-__global__ void __launch_bounds__(kEwThreads, NT <= 64 ? 2 : 1)
-    conv1d_encoder_wgmma_kernel(EwArgs a) {
+// KS reduction steps of 8 taps, MT 64-channel tiles per item.
+template <int KS, int MT>
+__global__ void __launch_bounds__(kEwThreads, 1) conv1d_encoder_wgmma_kernel(EwArgs a) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   constexpr int KP = 8 * KS;  // taps held
   constexpr int G = KP / 4;   // tap groups of a B plane
-  constexpr int R = NT / 2;   // accumulators per thread
+  constexpr int NT = kEwFrames;
+  constexpr int R = NT / 2;  // accumulators per thread
   extern __shared__ __align__(128) float sm[];
   int* soff = reinterpret_cast<int*>(sm);  // [KP]: tap k's first word in a staged window
   float* wbig = sm + kEwMaxTaps;
@@ -200,7 +190,6 @@ __global__ void __launch_bounds__(kEwThreads, NT <= 64 ? 2 : 1)
     const std::int64_t wc0 = item_c0 / a.WCH * a.WCH;
     const int first = static_cast<int>(item_c0 - wc0);
     const std::int64_t wkey = std::int64_t{t.g} * a.cout_g + wc0;
-    if (a.lockstep && wkey == key) __syncthreads();
     if (wkey != key) {  // the same for the whole block
       __syncthreads();  // every warpgroup is done with the previous chunk's planes
       w_bad = load_weights(t.g, wc0);
@@ -322,23 +311,18 @@ __global__ void __launch_bounds__(kEwThreads, NT <= 64 ? 2 : 1)
 #endif  // __CUDA_ARCH_FEAT_SM90_ALL
 }
 
-// Frames per warpgroup tile and channels per item, read once from CONVBANK_CUDA_ENC_WGMMA_NT /
-// _CH for A/B runs (0, unset: 128 frames and 256 channels, fewer where the group has fewer);
-// set_encoder_wgmma_tile for the tests.
-std::atomic<int> g_ew_nt{env_int("CONVBANK_CUDA_ENC_WGMMA_NT")};
+// Channels per item, read once from CONVBANK_CUDA_ENC_WGMMA_CH for A/B runs (0, unset: 256, fewer
+// where the group has fewer); set_encoder_wgmma_tile for the tests.
 std::atomic<int> g_ew_ch{env_int("CONVBANK_CUDA_ENC_WGMMA_CH")};
 
 int ew_taps(std::int64_t k) {
   return static_cast<int>((k + 7) / 8 * 8);
 }
-int ew_nt() {
-  return g_ew_nt.load(std::memory_order_relaxed) == 64 ? 64 : 128;
-}
 
 // The launch's geometry and shared memory (bytes); 0 where the layer does not fit the kernel.
 std::size_t ew_geometry(EwArgs& a, const Conv1dParams& p) {
   if (p.in_channels != p.groups || p.kernel_size > kEwMaxTaps) return 0;
-  const int nt = ew_nt();
+  constexpr int nt = kEwFrames;
   const int kp = ew_taps(p.kernel_size);
   const std::int64_t cout_g = p.out_channels / p.groups;
   const std::int64_t window = (nt - 1) * p.stride + (p.kernel_size - 1) * p.dilation + 1;
@@ -389,14 +373,12 @@ std::size_t ew_geometry(EwArgs& a, const Conv1dParams& p) {
   a.t_magic = div_magic(t_items);
   a.c_magic = div_magic(c_chunks);
   a.g_magic = div_magic(p.groups);
-  static const int lockstep = env_int("CONVBANK_CUDA_ENC_WGMMA_SYNC");
-  a.lockstep = lockstep;
   return bytes(wch);
 }
 
-template <int KS, int NT, int MT>
+template <int KS, int MT>
 void launch_ew(const EwArgs& a, std::size_t smem, cudaStream_t stream) {
-  constexpr auto kernel = conv1d_encoder_wgmma_kernel<KS, NT, MT>;
+  constexpr auto kernel = conv1d_encoder_wgmma_kernel<KS, MT>;
   static const cudaError_t opted =
       cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kEwSmemMax);
   check_cuda(opted, "cudaFuncSetAttribute (tensor-core encoder shared memory)");
@@ -405,31 +387,30 @@ void launch_ew(const EwArgs& a, std::size_t smem, cudaStream_t stream) {
   kernel<<<static_cast<unsigned>(blocks), kEwThreads, smem, stream>>>(a);
 }
 
-template <int NT, int MT>
+template <int MT>
 void launch_ew_steps(const EwArgs& a, int steps, std::size_t smem, cudaStream_t stream) {
   switch (steps) {
     case 1:
-      return launch_ew<1, NT, MT>(a, smem, stream);
+      return launch_ew<1, MT>(a, smem, stream);
     case 2:
-      return launch_ew<2, NT, MT>(a, smem, stream);
+      return launch_ew<2, MT>(a, smem, stream);
     case 3:
-      return launch_ew<3, NT, MT>(a, smem, stream);
+      return launch_ew<3, MT>(a, smem, stream);
     default:
-      return launch_ew<4, NT, MT>(a, smem, stream);
+      return launch_ew<4, MT>(a, smem, stream);
   }
 }
 
-template <int NT>
 void launch_ew_tiles(const EwArgs& a, int steps, std::size_t smem, cudaStream_t stream) {
   switch (a.CH / 64) {
     case 1:
-      return launch_ew_steps<NT, 1>(a, steps, smem, stream);
+      return launch_ew_steps<1>(a, steps, smem, stream);
     case 2:
-      return launch_ew_steps<NT, 2>(a, steps, smem, stream);
+      return launch_ew_steps<2>(a, steps, smem, stream);
     case 4:
-      return launch_ew_steps<NT, 4>(a, steps, smem, stream);
+      return launch_ew_steps<4>(a, steps, smem, stream);
     default:
-      return launch_ew_steps<NT, 8>(a, steps, smem, stream);
+      return launch_ew_steps<8>(a, steps, smem, stream);
   }
 }
 
@@ -445,9 +426,8 @@ std::int64_t conv1d_encoder_wgmma_items(const Conv1dParams& p) {
   return ew_geometry(a, p) != 0 ? a.n_items : 0;
 }
 
-std::pair<int, int> set_encoder_wgmma_tile(int frames, int channels) {
-  return {g_ew_nt.exchange(frames, std::memory_order_relaxed),
-          g_ew_ch.exchange(channels, std::memory_order_relaxed)};
+int set_encoder_wgmma_tile(int channels) {
+  return g_ew_ch.exchange(channels, std::memory_order_relaxed);
 }
 
 void launch_conv1d_encoder_wgmma(const Conv1dParams& p, TensorView<const float> x, const float* w,
@@ -459,12 +439,7 @@ void launch_conv1d_encoder_wgmma(const Conv1dParams& p, TensorView<const float> 
   if (smem == 0)
     throw Error(std::string(name) + ": the layer does not fit the tensor-core encoder");
   if (a.n_items == 0) return;
-  const int steps = ew_taps(p.kernel_size) / 8;
-  if (ew_nt() == 64) {
-    launch_ew_tiles<64>(a, steps, smem, stream);
-  } else {
-    launch_ew_tiles<128>(a, steps, smem, stream);
-  }
+  launch_ew_tiles(a, ew_taps(p.kernel_size) / 8, smem, stream);
   check_launch(name, p);
 }
 

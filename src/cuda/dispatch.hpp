@@ -40,12 +40,12 @@ void set_encoder_local_policy(WgmmaPolicy policy);
 WgmmaPolicy encoder_local_policy();
 std::pair<int, int> set_encoder_local_tile(int channels, int frames_per_lane);
 // The same for the tensor-core encoder (conv1d_encoder_wgmma_3xtf32; CONVBANK_CUDA_ENC_WGMMA=0|1),
-// and its item for the tests: frames per warpgroup (64 or 128) x channels (a power of two
-// times 64, at most what the block's weights hold); 0 for either: 128 x 256
-// (CONVBANK_CUDA_ENC_WGMMA_NT / _CH set the start values). Returns the item set before.
+// and its channels per item for the tests: a power of two times 64, at most what a block's
+// weights hold (0: 256; CONVBANK_CUDA_ENC_WGMMA_CH sets the start value). Returns the value set
+// before.
 void set_encoder_wgmma_policy(WgmmaPolicy policy);
 WgmmaPolicy encoder_wgmma_policy();
-std::pair<int, int> set_encoder_wgmma_tile(int frames, int channels);
+int set_encoder_wgmma_tile(int channels);
 
 // The most bytes of stream-ordered workspace the tap groups (conv1d_taps_*,
 // conv_transpose1d_taps_*) hold for the groups' partial outputs, 1 GiB to start with; layers
