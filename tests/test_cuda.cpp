@@ -1587,6 +1587,58 @@ TEST_CASE("cuda: memory-bound kernels (encoder, depthwise, decoder) against the 
   CHECK(stats.kernels == expected);
 }
 
+// One-channel encoder layers of every kind the encoder kernels take, for their sanitize cases:
+// conv(options, batch, frames, strided view). Rows shorter than a tile, K 1 to 32 (every count of
+// taps held), strides 1 to 16 with and without the bank padding of the phase rows, dilation,
+// every padding mode, groups, ragged channel tiles, odd rows and strided views.
+template <class Conv>
+void for_each_encoder_layer(Conv&& conv) {
+  conv({.in_channels = 1, .out_channels = 512, .kernel_size = 16, .stride = 8}, 2, 12001, true);
+  conv({.in_channels = 1,
+        .out_channels = 70,
+        .kernel_size = 20,
+        .stride = 10,
+        .padding = 5,
+        .padding_mode = PaddingMode::kReflect},
+       2, 4000, false);
+  conv({.in_channels = 1, .out_channels = 48, .kernel_size = 8, .stride = 4, .dilation = 2}, 3,
+       4001, true);
+  conv({.in_channels = 3,
+        .out_channels = 60,
+        .kernel_size = 7,
+        .stride = 3,
+        .padding = 4,
+        .dilation = 2,
+        .groups = 3,
+        .padding_mode = PaddingMode::kCircular},
+       2, 1500, true);
+  conv({.in_channels = 1, .out_channels = 32, .kernel_size = 1}, 2, 700, false);
+  conv({.in_channels = 1, .out_channels = 256, .kernel_size = 32, .stride = 16, .bias = false}, 2,
+       8011, false);
+  conv({.in_channels = 1,
+        .out_channels = 128,
+        .kernel_size = 3,
+        .padding = 1,
+        .padding_mode = PaddingMode::kReplicate},
+       1, 2501, true);
+  conv({.in_channels = 1, .out_channels = 40, .kernel_size = 4, .stride = 6, .bias = false}, 2, 999,
+       false);
+  conv({.in_channels = 1, .out_channels = 100, .kernel_size = 5, .stride = 3, .padding = 2}, 2, 777,
+       true);
+  conv({.in_channels = 1, .out_channels = 64, .kernel_size = 16, .stride = 8}, 5, 1500, false);
+  conv({.in_channels = 2, .out_channels = 36, .kernel_size = 12, .stride = 2, .groups = 2}, 2, 6000,
+       false);
+  conv({.in_channels = 1, .out_channels = 96, .kernel_size = 26, .stride = 13}, 2, 5000, true);
+  conv({.in_channels = 1, .out_channels = 20, .kernel_size = 23, .stride = 5, .padding = 11}, 1,
+       3000, false);
+  // Strides and K multiples of 4 on windows that start on 16-byte boundaries (padding 8),
+  // ragged channel tiles, and groups.
+  conv({.in_channels = 1, .out_channels = 70, .kernel_size = 12, .stride = 4, .padding = 8}, 2,
+       6000, false);
+  conv({.in_channels = 2, .out_channels = 64, .kernel_size = 8, .stride = 8, .groups = 2}, 3, 8192,
+       true);
+}
+
 // The local-order encoder (conv1d_encoder_local_ffma) forced onto layers of every kind it takes,
 // on five tiles, the default 32 x 1024 among them.
 TEST_CASE("cuda:sanitize local-order encoder on every tile against the float64 oracle") {
@@ -1617,50 +1669,7 @@ TEST_CASE("cuda:sanitize local-order encoder on every tile against the float64 o
     CAPTURE(channels);
     CAPTURE(lanes);
     cc::set_encoder_local_tile(channels, lanes);
-    conv({.in_channels = 1, .out_channels = 512, .kernel_size = 16, .stride = 8}, 2, 12001, true);
-    conv({.in_channels = 1,
-          .out_channels = 70,
-          .kernel_size = 20,
-          .stride = 10,
-          .padding = 5,
-          .padding_mode = PaddingMode::kReflect},
-         2, 4000, false);
-    conv({.in_channels = 1, .out_channels = 48, .kernel_size = 8, .stride = 4, .dilation = 2}, 3,
-         4001, true);
-    conv({.in_channels = 3,
-          .out_channels = 60,
-          .kernel_size = 7,
-          .stride = 3,
-          .padding = 4,
-          .dilation = 2,
-          .groups = 3,
-          .padding_mode = PaddingMode::kCircular},
-         2, 1500, true);
-    conv({.in_channels = 1, .out_channels = 32, .kernel_size = 1}, 2, 700, false);
-    conv({.in_channels = 1, .out_channels = 256, .kernel_size = 32, .stride = 16, .bias = false}, 2,
-         8011, false);
-    conv({.in_channels = 1,
-          .out_channels = 128,
-          .kernel_size = 3,
-          .padding = 1,
-          .padding_mode = PaddingMode::kReplicate},
-         1, 2501, true);
-    conv({.in_channels = 1, .out_channels = 40, .kernel_size = 4, .stride = 6, .bias = false}, 2,
-         999, false);
-    conv({.in_channels = 1, .out_channels = 100, .kernel_size = 5, .stride = 3, .padding = 2}, 2,
-         777, true);
-    conv({.in_channels = 1, .out_channels = 64, .kernel_size = 16, .stride = 8}, 5, 1500, false);
-    conv({.in_channels = 2, .out_channels = 36, .kernel_size = 12, .stride = 2, .groups = 2}, 2,
-         6000, false);
-    conv({.in_channels = 1, .out_channels = 96, .kernel_size = 26, .stride = 13}, 2, 5000, true);
-    conv({.in_channels = 1, .out_channels = 20, .kernel_size = 23, .stride = 5, .padding = 11}, 1,
-         3000, false);
-    // Strides and K multiples of 4 on windows that start on 16-byte boundaries (padding 8),
-    // ragged channel tiles, and groups.
-    conv({.in_channels = 1, .out_channels = 70, .kernel_size = 12, .stride = 4, .padding = 8}, 2,
-         6000, false);
-    conv({.in_channels = 2, .out_channels = 64, .kernel_size = 8, .stride = 8, .groups = 2}, 3,
-         8192, true);
+    for_each_encoder_layer(conv);
   }
   MESSAGE("local-order encoder: ", launches, " launches, worst ", stats.worst, " at ",
           stats.worst_config);
@@ -1698,48 +1707,19 @@ TEST_CASE("cuda:sanitize tensor-core encoder against the float64 oracle") {
   for (const int channels : {256, 64, 512}) {
     CAPTURE(channels);
     cc::set_encoder_wgmma_tile(channels);
-    conv({.in_channels = 1, .out_channels = 512, .kernel_size = 16, .stride = 8}, 2, 12001, true);
-    conv({.in_channels = 1,
-          .out_channels = 70,
-          .kernel_size = 20,
-          .stride = 10,
-          .padding = 5,
-          .padding_mode = PaddingMode::kReflect},
-         2, 4000, false);
-    conv({.in_channels = 1, .out_channels = 48, .kernel_size = 8, .stride = 4, .dilation = 2}, 3,
-         4001, true);
-    conv({.in_channels = 3,
-          .out_channels = 60,
-          .kernel_size = 7,
-          .stride = 3,
-          .padding = 4,
-          .dilation = 2,
-          .groups = 3,
-          .padding_mode = PaddingMode::kCircular},
-         2, 1500, true);
-    conv({.in_channels = 1, .out_channels = 32, .kernel_size = 1}, 2, 700, false);
-    conv({.in_channels = 1, .out_channels = 256, .kernel_size = 32, .stride = 16, .bias = false}, 2,
-         8011, false);
-    conv({.in_channels = 1,
-          .out_channels = 128,
-          .kernel_size = 3,
-          .padding = 1,
-          .padding_mode = PaddingMode::kReplicate},
-         1, 2501, true);
+    for_each_encoder_layer(conv);
+    // Two chunks of weights (600 channels), 130 channels per group (three of an item's four
+    // tiles), a row of two items whose last is partly past the row.
     conv({.in_channels = 1, .out_channels = 600, .kernel_size = 12, .stride = 6, .padding = 2}, 2,
          3000, false);
-    conv({.in_channels = 1, .out_channels = 100, .kernel_size = 5, .stride = 3, .padding = 2}, 2,
-         777, true);
     conv({.in_channels = 2, .out_channels = 260, .kernel_size = 24, .stride = 2, .groups = 2}, 2,
          3000, false);
-    conv({.in_channels = 1, .out_channels = 64, .kernel_size = 16, .stride = 8}, 5, 1500, false);
-    conv({.in_channels = 1, .out_channels = 96, .kernel_size = 26, .stride = 13}, 2, 5000, true);
     conv({.in_channels = 1, .out_channels = 200, .kernel_size = 16, .stride = 8, .padding = 3}, 1,
          3001, false);
   }
   MESSAGE("tensor-core encoder: ", launches, " launches, worst ", stats.worst, " at ",
           stats.worst_config);
-  CHECK(launches == 39);
+  CHECK(launches == 54);
   CHECK(stats.worst <= kTolerance);
 }
 

@@ -95,16 +95,6 @@ __device__ __forceinline__ bool bar_red_or(int id, int threads, bool v) {
   return r != 0;
 }
 
-// d (+)= A * B, both operands in shared memory (K-major descriptors), m64 x N x k8 tf32.
-__device__ __forceinline__ void ew_mma(float (&d)[64], std::uint64_t a, std::uint64_t b,
-                                       int scale_d) {
-  asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32 {" CONVBANK_WGMMA_D64
-      "}, %64, %65, p, 1, 1;\n}\n"
-      : CONVBANK_WGMMA_D64_OPERANDS(d)
-      : "l"(a), "l"(b), "r"(scale_d));
-}
 #endif  // __CUDA_ARCH_FEAT_SM90_ALL
 
 // KS reduction steps of 8 taps, MT 64-channel tiles per item.
@@ -242,9 +232,9 @@ __global__ void __launch_bounds__(kEwThreads, 1) conv1d_encoder_wgmma_kernel(EwA
             const std::uint64_t ao =
                 (first / 64 + m) * 128 + ks * a.WCH * 2;  // (.. 2048 + ks WCH 32) / 16
             const std::uint64_t bo = ks * 2 * NT;         // ks 2 NT 16 / 16
-            ew_mma(d, a_small + ao, b_big + bo, ks > 0 ? 1 : 0);
-            ew_mma(d, a_big + ao, b_small + bo, 1);
-            ew_mma(d, a_big + ao, b_big + bo, 1);
+            wgmma_ss<false>(d, a_small + ao, b_big + bo, ks > 0 ? 1 : 0);
+            wgmma_ss<false>(d, a_big + ao, b_small + bo, 1);
+            wgmma_ss<false>(d, a_big + ao, b_big + bo, 1);
           }
           wgmma_commit();
         };

@@ -210,29 +210,6 @@ __device__ __forceinline__ void wgmma_tf32(float (&d)[32], const std::uint32_t (
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "n"(kScaleD));
 }
 
-// d (+)= A * B with both operands in shared memory (descriptors, both K-major), m64n128 and one
-// reduction step: k8 of tf32, or (kHalf) k16 of fp16, into fp32 accumulators; scale_d = 0
-// overwrites d (the first product of a chunk).
-template <bool kHalf>
-__device__ __forceinline__ void wgmma_ss(float (&d)[64], std::uint64_t a, std::uint64_t b,
-                                         int scale_d) {
-  if constexpr (kHalf) {
-    asm volatile(
-        "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {" CONVBANK_WGMMA_D64
-        "}, %64, %65, p, 1, 1, 0, 0;\n}\n"
-        : CONVBANK_WGMMA_D64_OPERANDS(d)
-        : "l"(a), "l"(b), "r"(scale_d));
-  } else {
-    asm volatile(
-        "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32 {" CONVBANK_WGMMA_D64
-        "}, %64, %65, p, 1, 1;\n}\n"
-        : CONVBANK_WGMMA_D64_OPERANDS(d)
-        : "l"(a), "l"(b), "r"(scale_d));
-  }
-}
-
 // 3xFP16: x = hi + lo 2^-11 with hi = fp16(x) and lo = fp16((x - hi) 2^11) carries the 22
 // significant bits of the tf32 pair, and Hopper's fp16 wgmma does twice the tf32 rate (k16 per
 // instruction in the same time as tf32's k8) reading the same bytes per instruction: the three

@@ -1,6 +1,7 @@
-// Pieces shared by the Hopper tensor-core kernels (conv_wgmma.cu, conv_decoder_wgmma.cu): the
-// weight planes' layout, shared-memory matrix descriptors, the 3xTF32 split and the wgmma
-// group fences. The device functions exist only where the sm_90a features do.
+// Pieces shared by the Hopper tensor-core kernels (conv_wgmma.cu, conv_decoder_wgmma.cu,
+// conv_encoder_wgmma.cu): the weight planes' layout, shared-memory matrix descriptors, the 3xTF32
+// split, the shared-memory-operand wgmma and the wgmma group fences. The device functions exist
+// only where the sm_90a features do.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -61,6 +62,29 @@ __device__ __forceinline__ bool split_tf32(float x, std::uint32_t& big, std::uin
   const float rest = x - __uint_as_float(big);
   small = __float_as_uint(rest) + 0x1000u;
   return fabsf(rest) < INFINITY;
+}
+
+// d (+)= A * B with both operands in shared memory (descriptors, both K-major), m64n128 and one
+// reduction step: k8 of tf32, or (kHalf) k16 of fp16, into fp32 accumulators; scale_d = 0
+// overwrites d (the first product of a chunk).
+template <bool kHalf>
+__device__ __forceinline__ void wgmma_ss(float (&d)[64], std::uint64_t a, std::uint64_t b,
+                                         int scale_d) {
+  if constexpr (kHalf) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {" CONVBANK_WGMMA_D64
+        "}, %64, %65, p, 1, 1, 0, 0;\n}\n"
+        : CONVBANK_WGMMA_D64_OPERANDS(d)
+        : "l"(a), "l"(b), "r"(scale_d));
+  } else {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32 {" CONVBANK_WGMMA_D64
+        "}, %64, %65, p, 1, 1;\n}\n"
+        : CONVBANK_WGMMA_D64_OPERANDS(d)
+        : "l"(a), "l"(b), "r"(scale_d));
+  }
 }
 
 __device__ __forceinline__ void wgmma_fence() {
