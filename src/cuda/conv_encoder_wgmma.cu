@@ -8,28 +8,33 @@
 //
 // GEMM per (batch, group): rows = output channels (M, 64 per wgmma), columns = output frames (N,
 // NT per warpgroup), reduction = taps (8 per step, taps past K zero).
-//   A (weights) is split once per block and channel chunk into K-major big/small planes in shared
-//     memory (plane_offset's layout, CH channels), read by every tile of the chunk.
+//   A (weights) is split once per block and chunk of up to 512 channels (WCH) into K-major
+//     big/small planes in shared memory (plane_offset's layout), read by every item inside it.
 //   B (the input's im2col) is built per tile from the warpgroup's input window, staged in phase
 //     rows as the FFMA encoders stage it (copy_phase_window, asynchronously, one tile ahead):
 //     tap group j (4 taps) of frame f is 16 bytes at plane + (j NT + f) 16, so that 8 frames of
 //     a group are one 128-byte core matrix (SBO 128) and the two groups of a step are NT 16
-//     bytes apart (LBO). Building it costs 2 KP / CH shared stores per output.
+//     bytes apart (LBO). Building it costs 2 KP / CH shared stores per output (KP: K rounded up
+//     to 8).
 //   The accumulators of the 64-channel tiles ping-pong: the wgmmas of tile m + 1 run while tile m
 //     goes out through the warp's slice of shared memory, so that each store instruction writes
 //     32 consecutive frames of one row (the FFMA encoders' 128-byte pattern), bias added there.
-// A block is two warpgroups; its work items are CH channels x 2 NT frames (each warpgroup NT),
-// the frame items fastest, taken in grid order by persistent blocks (tile i, i + grid, ...) so
-// that the resident blocks write neighbouring rows (log step 102's order).
+// A block is two warpgroups; its work items are CH channels (256 by default) x 2 NT frames (each
+// warpgroup NT), the frame items fastest, taken in grid order by persistent blocks (item i,
+// i + grid, ...) so that the resident blocks write neighbouring rows (log step 102's order).
+// Items of 128 channels measured slower (enc_tasnet 0.223 against 0.192 ms), of 512 even, and
+// 64-frame warpgroup tiles slower (0.245; log step 114).
+//
+// On the H200 this runs enc_tasnet no faster than the local-order FFMA encoder (both about 0.19
+// ms: the stores bound it), and beats the aligned FFMA encoder at strides 2-4 by 5-8 %: the
+// dispatcher's rule (conv_dispatch.cu, encoder_wgmma_wins).
 //
 // Non-finite values: the split gives a non-finite input a NaN small part, so a tile whose window
 // or whose chunk's weights hold one computes its outputs with the direct fp32 formula instead,
 // whose NaN/Inf classes are PyTorch's (the padding's zeros meet the weights as in PyTorch).
 #include <algorithm>
-#include <array>
 #include <atomic>
 #include <string>
-#include <utility>
 
 #include "cuda/conv_common.cuh"
 #include "cuda/cp_async.cuh"
