@@ -249,12 +249,14 @@ std::atomic<WgmmaPolicy>& encoder_wgmma_slot() {
 }
 
 // The tensor-core encoder where it measured faster than the FFMA encoders on the H200 (log step
-// 114 in docs/performance.md, ms, tensor cores vs FFMA, three device calls): strides 2..4 with at
+// 114 in docs/performance.md, ms, tensor cores vs FFMA, four device calls): strides 2..4 with at
 // least two taps per phase and 256 or more channels per group, the aligned encoder's layers
-// (1 -> 512, K 16, s 4: 0.392-0.403 vs 0.427-0.429; 1 -> 256, K 8, s 4: 0.093-0.094 vs
-// 0.098-0.099), where its items fill the GPU twice. Elsewhere it was even or slower: enc_tasnet
-// 0.191-0.197 vs 0.196-0.205, K 20, s 10 0.106-0.108 vs 0.113-0.115, K 12, s 6 0.131 vs 0.125,
-// K 3, s 1 0.174 vs 0.158, 64 channels 0.046 vs 0.033. Not where the tensor cores are off.
+// (1 -> 512, K 16, s 4: 0.392-0.403 vs 0.425-0.429; 1 -> 256, K 8, s 4: 0.092-0.094 vs
+// 0.097-0.099), where its items fill the GPU twice. Elsewhere it was even or slower, or faster
+// by too little in too few runs to change the default: enc_tasnet 0.191-0.197 vs 0.188-0.205,
+// K 20, s 10 0.106-0.108 vs 0.112-0.115, K 12, s 6 0.130-0.131 vs 0.123-0.126, 1 -> 128, K 3,
+// s 1 0.174 vs 0.158 (padding 1) and 0.183 vs 0.189-0.193 (none), 64 channels 0.045 vs 0.033.
+// Not where the tensor cores are off.
 bool encoder_wgmma_wins(const Conv1dParams& p) {
   if (const auto forced = forced_by(encoder_wgmma_slot().load())) return *forced;
   if (wgmma_policy() == WgmmaPolicy::kNever) return false;
