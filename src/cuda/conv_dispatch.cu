@@ -249,14 +249,14 @@ std::atomic<WgmmaPolicy>& encoder_wgmma_slot() {
 }
 
 // The tensor-core encoder where it measured faster than the FFMA encoders on the H200 (log step
-// 114 in docs/performance.md, ms, tensor cores vs FFMA, four device calls): strides 2..4 with at
-// least two taps per phase and 256 or more channels per group, the aligned encoder's layers
-// (1 -> 512, K 16, s 4: 0.392-0.403 vs 0.425-0.429; 1 -> 256, K 8, s 4: 0.092-0.094 vs
-// 0.097-0.099), where its items fill the GPU twice. Elsewhere it was even or slower, or faster
-// by too little in too few runs to change the default: enc_tasnet 0.191-0.197 vs 0.188-0.205,
-// K 20, s 10 0.106-0.108 vs 0.112-0.115, K 12, s 6 0.130-0.131 vs 0.123-0.126, 1 -> 128, K 3,
-// s 1 0.174 vs 0.158 (padding 1) and 0.183 vs 0.189-0.193 (none), 64 channels 0.045 vs 0.033.
-// Not where the tensor cores are off.
+// 114 in docs/performance.md, ms, tensor cores vs FFMA, the three device calls of this design):
+// strides 2..4 with at least two taps per phase and 256 or more channels per group, the aligned
+// encoder's layers (1 -> 512, K 16, s 4: 0.392-0.403 vs 0.425-0.429; 1 -> 256, K 8, s 4:
+// 0.092-0.094 vs 0.097-0.099), where its items fill the GPU twice. Elsewhere it was even or
+// slower, or faster by too little in too few runs to change the default: enc_tasnet 0.191-0.197
+// vs 0.188-0.205, K 20, s 10 0.106-0.108 vs 0.112-0.115, K 12, s 6 0.130-0.132 vs 0.123-0.126,
+// 1 -> 128, K 3, s 1 0.172-0.176 vs 0.158-0.160 (padding 1) and 0.183 vs 0.189-0.193 (none),
+// 64 channels 0.045-0.047 vs 0.031-0.034. Not where the tensor cores are off.
 bool encoder_wgmma_wins(const Conv1dParams& p) {
   if (const auto forced = forced_by(encoder_wgmma_slot().load())) return *forced;
   if (wgmma_policy() == WgmmaPolicy::kNever) return false;

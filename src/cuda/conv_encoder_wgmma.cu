@@ -321,12 +321,7 @@ std::size_t ew_geometry(EwArgs& a, const Conv1dParams& p) {
   const int kp = ew_taps(p.kernel_size);
   const std::int64_t cout_g = p.out_channels / p.groups;
   const std::int64_t window = (nt - 1) * p.stride + (p.kernel_size - 1) * p.dilation + 1;
-  std::int64_t phase_len = (window + p.stride - 1) / p.stride;
-  // Consecutive threads copy positions i .. i + 31 to rows i % s at columns i / s: for strides
-  // that divide 32, a row length of 32 / s modulo 32 puts them on 32 banks.
-  if (p.stride > 1 && 32 % p.stride == 0) {
-    while (phase_len % 32 != 32 / p.stride) ++phase_len;
-  }
+  const std::int64_t phase_len = phase_row_words(window, p.stride);
   const std::int64_t win_buf = (p.stride * phase_len + 3) / 4 * 4;
   const int pitch = nt + 8;
   const std::int64_t wg_floats =
@@ -334,9 +329,10 @@ std::size_t ew_geometry(EwArgs& a, const Conv1dParams& p) {
   // The chunk: a power of two of 64-channel tiles, as many as the group has up to 8 and as fit.
   std::int64_t wch = 64;
   while (wch < 512 && wch < cout_g) wch *= 2;
+  // Floats before the warpgroups' parts: tap offsets, the chunk's two planes and its bias.
+  auto off_wg = [&](std::int64_t c) { return (kEwMaxTaps + 2 * c * kp + c + 31) / 32 * 32; };
   auto bytes = [&](std::int64_t c) {
-    const std::int64_t off_wg = (kEwMaxTaps + 2 * c * kp + c + 31) / 32 * 32;
-    return std::size_t(off_wg + kEwGroups * wg_floats) * sizeof(float);
+    return std::size_t(off_wg(c) + kEwGroups * wg_floats) * sizeof(float);
   };
   while (wch > 64 && bytes(wch) > kEwSmemMax) wch /= 2;
   if (bytes(wch) > kEwSmemMax) return 0;
@@ -360,7 +356,7 @@ std::size_t ew_geometry(EwArgs& a, const Conv1dParams& p) {
   a.win_buf = static_cast<int>(win_buf);
   a.pitch = pitch;
   a.wg_floats = static_cast<int>(wg_floats);
-  a.off_wg = static_cast<int>((kEwMaxTaps + 2 * wch * kp + wch + 31) / 32 * 32);
+  a.off_wg = static_cast<int>(off_wg(wch));
   a.n_items = static_cast<std::uint32_t>(n_items);
   a.t_items32 = static_cast<std::uint32_t>(t_items);
   a.c_chunks32 = static_cast<std::uint32_t>(c_chunks);

@@ -1099,12 +1099,7 @@ bool local_geometry(LocArgs& a, const Conv1dParams& p) {
   const std::int64_t cout_g = p.out_channels / p.groups;
   const std::int64_t frames = 256LL * F;
   const std::int64_t window = (frames - 1) * p.stride + (p.kernel_size - 1) * p.dilation + 1;
-  std::int64_t phase_len = (window + p.stride - 1) / p.stride;
-  // Consecutive threads copy positions i .. i + 31 to rows i % s at columns i / s: for strides
-  // that divide 32, a row length of 32 / s modulo 32 puts them on 32 banks.
-  if (p.stride > 1 && 32 % p.stride == 0) {
-    while (phase_len % 32 != 32 / p.stride) ++phase_len;
-  }
+  const std::int64_t phase_len = phase_row_words(window, p.stride);
   const std::int64_t t_tiles = (p.out_frames + frames - 1) / frames;
   const std::int64_t c_tiles = (cout_g + C - 1) / C;
   const std::int64_t n_tiles = t_tiles * c_tiles * p.groups * p.batch;

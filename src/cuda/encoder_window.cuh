@@ -31,6 +31,18 @@ struct EncoderArgs {
 void set_encoder_args(EncoderArgs& a, const Conv1dParams& p, TensorView<const float> x,
                       const float* w, const float* bias, TensorView<float> y);
 
+// Words per phase row for a window of `window` positions split into `stride` rows
+// (copy_phase_window's `row`): consecutive threads copy positions i .. i + 31 to rows i % s at
+// columns i / s, so for strides that divide 32 a row length of 32 / s modulo 32 puts them on 32
+// banks.
+inline std::int64_t phase_row_words(std::int64_t window, std::int64_t stride) {
+  std::int64_t words = (window + stride - 1) / stride;
+  if (stride > 1 && 32 % stride == 0) {
+    while (words % 32 != 32 / stride) ++words;
+  }
+  return words;
+}
+
 // Copies input positions pos0 .. pos0 + window - 1 of xrow into sx split into `stride` phase rows
 // of `row` words (position i at (i % s) * row + i / s, so that lanes on consecutive frames read
 // consecutive words of a phase row): asynchronously where they lie inside the row (the caller
