@@ -142,13 +142,21 @@ if has bench && [ -x "$BUILD/apps/bench_cuda/convbank-bench-cuda" ]; then
         "$BUILD/apps/bench_cuda/convbank-bench-cuda" --no-cudnn --op conv1d $enc_shapes 2>/dev/null |
         grep -E '^\| custom' >>"$OUT/bench.md"
     done
-    # One-tap 3xFP16 layers with and without the input scales per producer warp, two rounds.
+    # Pointwise layers on the pointwise tensor-core kernel (3 or 2 consumer warpgroups) and on
+    # the shared-memory-operand kernel (CONVBANK_CUDA_PW=0), two rounds.
+    pw_shapes="--shape 16,512,128,16384,1,1,0,1,1 --shape 16,512,128,16383,1,1,0,1,1
+      --shape 4,512,512,16384,1,1,0,1,1 --shape 2,384,384,8192,1,1,0,1,1
+      --shape 16,512,100,16384,1,1,0,1,1 --shape 8,128,64,65536,1,1,0,1,1
+      --shape 8,256,256,16384,1,1,0,1,1 --shape 16,64,256,16384,1,1,0,1,1
+      --shape 16,256,64,16384,1,1,0,1,1 --shape 8,512,256,8192,1,1,0,1,1"
     for round in 1 2; do
-      for v in 1 0; do
-        echo "## 3xFP16 scales per warp, CONVBANK_CUDA_SS_WARP_SCALE=$v, round $round" >>"$OUT/bench.md"
-        CONVBANK_CUDA_SS_WARP_SCALE=$v timeout "$(budget 30)" \
-          "$BUILD/apps/bench_cuda/convbank-bench-cuda" --no-cudnn --runs 30 --workload tcn_pointwise \
-          --workload x_pw_odd 2>/dev/null | grep -E '^\| (tcn|x_)' >>"$OUT/bench.md"
+      for v in CONVBANK_CUDA_PW=1 CONVBANK_CUDA_PW=1,CONVBANK_CUDA_PW_WG=2 CONVBANK_CUDA_PW=0 \
+        CONVBANK_AB=default; do
+        echo "## pointwise, $v, round $round" >>"$OUT/bench.md"
+        # shellcheck disable=SC2086
+        env ${v//,/ } timeout "$(budget 30)" \
+          "$BUILD/apps/bench_cuda/convbank-bench-cuda" --no-cudnn --runs 30 --op conv1d $pw_shapes \
+          2>/dev/null | grep -E '^\| custom' >>"$OUT/bench.md"
       done
     done
     # One kernel under Nsight Compute (NCU_WORKLOAD:NCU_KERNEL, a regex of its name).

@@ -481,6 +481,9 @@ using EncoderLocalScope = ScopedPolicy<convbank::detail::cuda::encoder_local_pol
 // The tensor-core one-channel encoder.
 using EncoderWgmmaScope = ScopedPolicy<convbank::detail::cuda::encoder_wgmma_policy,
                                        convbank::detail::cuda::set_encoder_wgmma_policy>;
+// The pointwise tensor-core kernel.
+using PointwiseScope = ScopedPolicy<convbank::detail::cuda::pointwise_wgmma_policy,
+                                    convbank::detail::cuda::set_pointwise_wgmma_policy>;
 // The SS kernel's 3xFP16 products.
 using HalfScope = ScopedPolicy<convbank::detail::cuda::ss_half_policy,
                                convbank::detail::cuda::set_ss_half_policy>;
@@ -1723,6 +1726,134 @@ TEST_CASE("cuda:sanitize tensor-core encoder against the float64 oracle") {
   CHECK(stats.worst <= kTolerance);
 }
 
+// The pointwise tensor-core kernel (conv_pointwise_wgmma.cu): activations split into fp16 pairs
+// in registers, one scale per frame and 64-channel stage, weights per column. Input channels
+// from 16 to its 512 (ragged last stage, quad rows past the group), output channels that leave a
+// ragged column tile (1, 100, 300), groups, padding on either side (zeros; reflect through the
+// edge pass), rows of odd length whose quad rows start mid-16 bytes, one tile and many per row,
+// a view whose channel stride exceeds its frames; misaligned views take the shared-memory-operand
+// kernel instead (not counted as launches). Then the data the 3xFP16 scales must follow: loud and
+// quiet stretches (1e-6 .. 1e3 within a row, and from row to row), and weight columns of very
+// different magnitudes.
+TEST_CASE("cuda:sanitize pointwise tensor-core kernel against the float64 oracle") {
+  CUDA_OR_SKIP();
+  namespace cc = convbank::detail::cuda;
+  if (!cc::wgmma_available()) {
+    MESSAGE("no sm_90a device: the pointwise tensor-core kernel does not run here");
+    return;
+  }
+  const PointwiseScope scope(cc::WgmmaPolicy::kAlways);
+  using C = Conv1dOptions;
+  GridStats stats;
+  std::uint64_t seed = 7171;
+  int layers = 0;
+  const std::uint64_t before = cc::pointwise_wgmma_launches();
+  auto conv = [&](const C& o, std::int64_t n, std::int64_t frames, bool strided) {
+    CHECK(std::string(kernel_of(Conv1d(o), Shape{n, o.in_channels, frames})) ==
+          "conv1d_pointwise_wgmma_3xfp16");
+    CHECK(run_config<Conv1d, C>(o, n, frames, strided, seed++, stats));
+    if (!strided) ++layers;
+  };
+  conv({.in_channels = 64, .out_channels = 128, .kernel_size = 1}, 2, 4096, false);
+  conv({.in_channels = 512, .out_channels = 128, .kernel_size = 1}, 1, 3001, false);
+  conv({.in_channels = 16, .out_channels = 100, .kernel_size = 1, .padding = 3}, 2, 3001, false);
+  conv({.in_channels = 200, .out_channels = 300, .kernel_size = 1}, 1, 777, false);
+  conv({.in_channels = 36, .out_channels = 1, .kernel_size = 1, .padding = 1}, 3, 129, false);
+  conv({.in_channels = 128, .out_channels = 128, .kernel_size = 1, .groups = 2}, 2, 1000, false);
+  conv({.in_channels = 96, .out_channels = 64, .kernel_size = 1, .padding = 130}, 1, 500, false);
+  conv({.in_channels = 64,
+        .out_channels = 80,
+        .kernel_size = 1,
+        .padding = 2,
+        .padding_mode = PaddingMode::kReflect},
+       2, 1001, false);
+  conv({.in_channels = 64, .out_channels = 96, .kernel_size = 1}, 2, 1001, true);
+  CHECK(cc::pointwise_wgmma_launches() - before == static_cast<std::uint64_t>(layers));
+
+  // A view whose rows are longer than its frames, 16-byte aligned: the copy engine reads it.
+  {
+    const C o{
+        .in_channels = 128, .out_channels = 96, .kernel_size = 1, .padding = 1, .bias = false};
+    const std::int64_t n = 2, frames = 2999, xcs = frames + 9, xbs = o.in_channels * xcs;
+    std::mt19937_64 rng(seed++);
+    Conv1d layer(o);
+    oracle::Array xa = oracle::random_array(Shape{n, o.in_channels, frames}, rng);
+    oracle::Array wa = oracle::random_array(weight_shape(o), rng, 0.1);
+    Tensor xt = oracle::to_tensor(xa), wt = oracle::to_tensor(wa);
+    xa = oracle::from_tensor(xt);
+    wa = oracle::from_tensor(wt);
+    layer.set_weight(wt.view());
+    Tensor xbig(Shape{n, o.in_channels, xcs}, Device::kCuda);
+    poison(xbig);
+    TensorView<float> xv(xbig.data(), xt.shape(), xbs, xcs, Device::kCuda);
+    convbank::copy(xt.view(), xv);
+    const Shape out_shape = layer.output_shape(xt.shape());
+    Tensor yd(out_shape, Device::kCuda);
+    poison(yd);
+    const std::uint64_t seen = cc::pointwise_wgmma_launches();
+    layer.forward(TensorView<const float>(xv), yd.view());
+    CHECK(cc::pointwise_wgmma_launches() == seen + 1);
+    const double err = oracle::relative_l2(yd.to(Device::kCpu), oracle::conv1d(xa, wa, {}, o));
+    CHECK(err <= kTolerance);
+    stats.worst = std::max(stats.worst, err);
+  }
+
+  // Loud and quiet stretches: each frame's 64-channel stages, and whole rows, move by up to 9
+  // decades; and weight columns from 1e-4 to 1e4.
+  {
+    const C o{.in_channels = 256, .out_channels = 128, .kernel_size = 1, .bias = false};
+    const std::int64_t n = 2, frames = 2048;
+    std::mt19937_64 rng(seed++);
+    Conv1d layer(o);
+    oracle::Array xa = oracle::random_array(Shape{n, o.in_channels, frames}, rng);
+    oracle::Array wa = oracle::random_array(weight_shape(o), rng, 0.1);
+    std::uniform_real_distribution<double> decade(-6.0, 3.0);
+    for (std::int64_t b = 0; b < n; ++b) {
+      for (std::int64_t c = 0; c < o.in_channels; ++c) {
+        const double row = std::pow(10.0, decade(rng) / 3.0);
+        for (std::int64_t t = 0; t < frames; ++t) {
+          const double stretch = ((t / 300) % 3 == 0) ? 1e-6 : ((t / 300) % 3 == 1) ? 1.0 : 1e3;
+          xa.data[(b * o.in_channels + c) * frames + t] *= row * stretch;
+        }
+      }
+    }
+    for (std::int64_t co = 0; co < o.out_channels; ++co) {
+      const double col = std::pow(10.0, static_cast<double>(co % 9) - 4.0);
+      for (std::int64_t ci = 0; ci < o.in_channels; ++ci) wa.data[co * o.in_channels + ci] *= col;
+    }
+    Tensor xt = oracle::to_tensor(xa), wt = oracle::to_tensor(wa);
+    xa = oracle::from_tensor(xt);
+    wa = oracle::from_tensor(wt);
+    layer.set_weight(wt.view());
+    Tensor yd(layer.output_shape(xt.shape()), Device::kCuda);
+    layer.forward(xt.to(Device::kCuda).view(), yd.view());
+    const Tensor got = yd.to(Device::kCpu);
+    const oracle::Array ref = oracle::conv1d(xa, wa, {}, o);
+    const double err = oracle::relative_l2(got, ref);
+    CHECK(err <= kTolerance);
+    // Every output channel on its own too: a quiet column is not hidden by a loud one.
+    double worst_col = 0.0;
+    for (std::int64_t co = 0; co < o.out_channels; ++co) {
+      double num = 0.0, den = 0.0;
+      for (std::int64_t b = 0; b < n; ++b) {
+        for (std::int64_t t = 0; t < frames; ++t) {
+          const std::int64_t i = (b * o.out_channels + co) * frames + t;
+          const double d = static_cast<double>(got.data()[i]) - ref.data[i];
+          num += d * d;
+          den += ref.data[i] * ref.data[i];
+        }
+      }
+      worst_col = std::max(worst_col, std::sqrt(num / den));
+    }
+    MESSAGE("pointwise, loud and quiet data: relative L2 ", err, ", worst column ", worst_col);
+    CHECK(worst_col <= kTolerance);
+    stats.worst = std::max(stats.worst, err);
+  }
+  MESSAGE("pointwise tensor-core kernel: ", layers, " layers, worst ", stats.worst, " at ",
+          stats.worst_config);
+  CHECK(stats.worst <= kTolerance);
+}
+
 // The tensor-core decoder (conv_decoder_wgmma.cu): a GEMM over the input channels into
 // (channel, tap) columns and an overlap-add in the epilogue. Both column instantiations (16 and
 // 32), 1 to 16 taps per phase (stride 1 included), padding that starts mid-block and makes
@@ -2231,6 +2362,12 @@ void for_each_kernel_family(Run&& run) {
   {  // ... a decoder to 4 channels: 64 x 256 depth-to-space tiles, copies in two parts
     const ConvTranspose1dOptions o{
         .in_channels = 64, .out_channels = 4, .kernel_size = 16, .stride = 8};
+    run(o, 2, 3001);
+  }
+  {  // ... pointwise with the activations split in registers (3xFP16), a ragged column tile
+    namespace cc = convbank::detail::cuda;
+    const PointwiseScope pw(cc::WgmmaPolicy::kAlways);
+    const Conv1dOptions o{.in_channels = 64, .out_channels = 100, .kernel_size = 1, .padding = 2};
     run(o, 2, 3001);
   }
   {  // pointwise: the GEMM v2 core's 16-byte B copies (aligned rows) and their ragged tail

@@ -395,6 +395,16 @@ void launch_conv_transpose1d_d2s_wgmma(const ConvTranspose1dParams& p, TensorVie
                                        const float* w, const float* bias, TensorView<float> y,
                                        cudaStream_t stream, const char* name);
 
+// Pointwise Conv1d (K = 1, stride 1) on the tensor cores with the activations split in registers
+// (3xFP16 wgmma, conv_pointwise_wgmma.cu; sm_90a): in/groups a multiple of 4 from 16 to 512,
+// zeros padding (the dispatcher's edge pass for the other modes). Views the copy engine cannot
+// read (a start or batch stride off 16 bytes) run on the shared-memory-operand kernel.
+bool conv1d_pointwise_wgmma_supported(const Conv1dParams& p);
+std::int64_t conv1d_pointwise_wgmma_tiles(const Conv1dParams& p);
+void launch_conv1d_pointwise_wgmma(const Conv1dParams& p, TensorView<const float> x, const float* w,
+                                   const float* bias, TensorView<float> y, cudaStream_t stream,
+                                   const char* name);
+
 // 1-D Winograd F(4,3), K = 3, stride 1, dilation 1.
 void launch_conv1d_winograd(const Conv1dParams& p, TensorView<const float> x, const float* w,
                             const float* bias, TensorView<float> y, cudaStream_t stream,

@@ -129,6 +129,7 @@ enum class Family {
   kEncoder2,
   kEncoderLocal,
   kEncoderWgmma,
+  kPointwise,
   kDepthwise,
   kDecoder,
   kDecoderWgmma,
@@ -263,6 +264,24 @@ bool encoder_wgmma_wins(const Conv1dParams& p) {
   const std::int64_t taps = (p.kernel_size + p.stride - 1) / p.stride;
   return p.stride >= 2 && p.stride <= 4 && taps >= 2 && p.out_channels / p.groups >= 256 &&
          conv1d_encoder_wgmma_items(p) >= 2LL * num_sms();
+}
+
+// The pointwise tensor-core kernel (activations split in registers, 3xFP16) where it measured
+// faster than the shared-memory-operand kernel on the H200 (log step 116 in
+// docs/performance.md, ms, pointwise vs SS kernel, one call of two rounds): deep reductions
+// (tcn_pointwise 0.370 vs 0.397, x_pw_odd 0.370 vs 0.456, 4 x 512 -> 512 0.382 vs 0.399, 16 x
+// 512 -> 100 0.369 vs 0.430, 2 x 384 -> 384 0.078 vs 0.086) and one column tile (8 x 128 -> 64
+// on 65536 frames 0.167 vs 0.221). Each 64-column tile copies and splits the input again, which
+// shallow reductions over several tiles do not repay: 8 x 256 -> 256 0.231 vs 0.225, 16 x 64 ->
+// 256 0.251 vs 0.157. Its 64-column tiles at least 3/4 used, its tiles filling the GPU twice;
+// not where the tensor cores are off. CONVBANK_CUDA_PW=0|1 (set_pointwise_wgmma_policy) for A/B
+// runs and tests.
+bool pointwise_wgmma_wins(const Conv1dParams& p) {
+  if (const auto forced = forced_by(pointwise_wgmma_policy())) return *forced;
+  if (wgmma_policy() == WgmmaPolicy::kNever) return false;
+  const std::int64_t cin_g = p.in_channels / p.groups, cout_g = p.out_channels / p.groups;
+  return (cin_g >= 384 || cout_g <= 64) && wgmma_wins(cout_g, false) &&
+         conv1d_pointwise_wgmma_tiles(p) >= 2LL * num_sms();
 }
 
 // CONVBANK_CUDA_DECODER_WGMMA=0: the tensor-core decoder kernel off, for both layer kinds.
@@ -524,7 +543,8 @@ Choice choose(const Conv1dParams& p) {
   if (!off && p.padding_mode != PaddingMode::kZeros && (p.pad_left > 0 || p.pad_right > 0)) {
     Choice z = choose_zeros_or_native(with_zeros_padding(p));
     if (z.family == Family::kWgmma || z.family == Family::kGemm2 ||
-        z.family == Family::kDecoderWgmma || z.family == Family::kTaps) {
+        z.family == Family::kDecoderWgmma || z.family == Family::kTaps ||
+        z.family == Family::kPointwise) {
       z.edges = true;
       return z;
     }
@@ -560,6 +580,9 @@ Choice choose_zeros_or_native(const Conv1dParams& p) {
   if (ss == 0 && conv1d_tap_groups_supported(p) && use_wgmma(fmas, cout_g, true)) {
     return {Family::kTaps, GemmTile::k128x128,
             wgmma_name(WgmmaKind::kTaps, conv1d_tap_groups_ss_tile(p))};
+  }
+  if (p.kernel_size == 1 && pointwise_wgmma_wins(p) && conv1d_pointwise_wgmma_supported(p)) {
+    return {Family::kPointwise, GemmTile::k128x128, "conv1d_pointwise_wgmma_3xfp16"};
   }
   const bool tensor_cores = use_wgmma(fmas, cout_g, ss != 0);
   if (tensor_cores && conv1d_wgmma_supported(p)) {
@@ -802,6 +825,9 @@ void launch_conv1d(const Choice& c, const Conv1dParams& p, TensorView<const floa
     case Family::kEncoderWgmma:
       launch_conv1d_encoder_wgmma(p, input, weight, bias, output, s, c.name);
       break;
+    case Family::kPointwise:
+      launch_conv1d_pointwise_wgmma(p, input, weight, bias, output, s, c.name);
+      break;
     case Family::kDepthwise:
       launch_conv1d_depthwise(p, input, weight, bias, output, s, c.name);
       break;
@@ -857,6 +883,7 @@ void conv_transpose1d(const ConvTranspose1dParams& p, TensorView<const float> in
     case Family::kEncoder2:
     case Family::kEncoderLocal:
     case Family::kEncoderWgmma:
+    case Family::kPointwise:
     case Family::kDepthwise:
     case Family::kS2d:
       launch_conv_transpose1d_direct(p, input, weight, bias, output, s, c.name);

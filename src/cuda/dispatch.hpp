@@ -47,6 +47,13 @@ void set_encoder_wgmma_policy(WgmmaPolicy policy);
 WgmmaPolicy encoder_wgmma_policy();
 int set_encoder_wgmma_tile(int channels);
 
+// The same for the pointwise tensor-core kernel (conv1d_pointwise_wgmma_3xfp16;
+// CONVBANK_CUDA_PW=0|1), and its launches since the program started (views it cannot read run
+// on the shared-memory-operand kernel instead and are not counted).
+void set_pointwise_wgmma_policy(WgmmaPolicy policy);
+WgmmaPolicy pointwise_wgmma_policy();
+std::uint64_t pointwise_wgmma_launches();
+
 // The most bytes of stream-ordered workspace the tap groups (conv1d_taps_*,
 // conv_transpose1d_taps_*) hold for the groups' partial outputs, 1 GiB to start with; layers
 // whose output is larger run in batch slices (tests set less to check the slices).

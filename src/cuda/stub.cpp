@@ -112,6 +112,13 @@ std::uint64_t ss_half_launches() {
 std::uint64_t ss_warp_scale_launches() {
   return 0;
 }
+void set_pointwise_wgmma_policy(WgmmaPolicy) {}
+WgmmaPolicy pointwise_wgmma_policy() {
+  return WgmmaPolicy::kNever;
+}
+std::uint64_t pointwise_wgmma_launches() {
+  return 0;
+}
 void set_decoder_tma(bool) {}
 bool decoder_tma() {
   return false;
