@@ -24,6 +24,11 @@
 //                                     convolutions summed; CONVBANK_CUDA_TAP_GROUPS=0: off;
 //                                     ConvTranspose1d at stride 1 likewise:
 //                                     conv_transpose1d_taps_wgmma_ss_3xtf32_*)
+//   compute capability 9.0, K = 1, stride 1, zeros padding, in/groups a multiple of 4 from 16
+//   to 512, in/groups >= 384 or out/groups <= 64, out/groups filling 64-column tiles to 3/4, at
+//   least two 192-frame x 64-channel tiles per multiprocessor
+//                                  -> conv1d_pointwise_wgmma_3xfp16 (activations split in
+//                                     registers; CONVBANK_CUDA_PW=0|1)
 //   compute capability 9.0, zeros padding, K <= 8 (K <= 16 for the first kernel below),
 //   in/groups >= 8, out/groups >= 32, at least 2^24 multiply-adds; out/groups filling 64-column
 //   tiles to 3/4 unless the first kernel below takes the layer

@@ -1,7 +1,7 @@
 // Pieces shared by the Hopper tensor-core kernels (conv_wgmma.cu, conv_decoder_wgmma.cu,
-// conv_encoder_wgmma.cu): the weight planes' layout, shared-memory matrix descriptors, the 3xTF32
-// split, the shared-memory-operand wgmma and the wgmma group fences. The device functions exist
-// only where the sm_90a features do.
+// conv_encoder_wgmma.cu, conv_pointwise_wgmma.cu): the weight planes' layout, the accumulator
+// operand lists, shared-memory matrix descriptors, the 3xTF32 split, the shared-memory-operand
+// wgmma and the wgmma group fences. The device functions exist only where the sm_90a features do.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -21,6 +21,17 @@ __host__ __device__ __forceinline__ int plane_offset(int r, int n, int cols) {
 __host__ __device__ __forceinline__ int half_plane_offset(int r, int n, int cols) {
   return ((r >> 4) * (cols / 8) + (n >> 3)) * 128 + ((r >> 3) & 1) * 64 + (n & 7) * 8 + (r & 7);
 }
+
+// The 32 accumulators of an m64n64 wgmma: asm placeholders %0 .. %31 and operands d[0 .. 31].
+#define CONVBANK_WGMMA_D32                                                                     \
+  "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, " \
+  "%20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
+#define CONVBANK_WGMMA_D32_OPERANDS(d)                                                            \
+  "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), \
+      "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]),    \
+      "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]),  \
+      "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]),  \
+      "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
 
 // The 64 accumulators of an m64n128 wgmma: asm placeholders %0 .. %63 and operands d[0 .. 63].
 #define CONVBANK_WGMMA_D64                                                                     \
