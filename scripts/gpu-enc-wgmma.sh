@@ -12,26 +12,11 @@ cd "$(dirname "$0")/.." || exit 1
 OUT=${OUT:-$PWD/gpu-enc-out}
 mkdir -p "$OUT"
 ROUNDS=${ROUNDS:-2}
-export PATH=/usr/local/cuda/bin:$PATH
-start=$(date +%s)
-stamp() { echo "[$(($(date +%s) - start))s] $*"; }
-# Seconds a stage may take: at most $1, and what is left before DEADLINE (seconds from start).
-DEADLINE=${DEADLINE:-560}
-budget() {
-  local left=$((DEADLINE - ($(date +%s) - start)))
-  ((left < 5)) && left=5
-  echo $(($1 < left ? $1 : left))
-}
+# shellcheck source=scripts/gpu-lib.sh
+source scripts/gpu-lib.sh
 CASES=${CASES:-"cuda:sanitize tensor-core encoder*,cuda:sanitize NaN/Inf*,cuda: inputs and weights*,cuda: all-positive*,cuda: memory-bound*,cuda: seed shapes and all GPU workloads*,cuda: 64-bit*,cuda:sanitize local-order*"}
 
-stamp "build"
-cmake -S . -B build-enc -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
-  -DCONVBANK_ENABLE_CUDA=ON -DCONVBANK_ENABLE_SNDFILE=OFF >"$OUT/build.log" 2>&1 &&
-  ninja -C build-enc -j16 convbank-bench-cuda convbank_tests >>"$OUT/build.log" 2>&1 ||
-  { stamp "build FAILED"; tail -40 "$OUT/build.log"; exit 1; }
-grep -E "C75[0-9]{2}|spill" "$OUT/build.log" | sort | uniq -c | head
-TESTS=build-enc/tests/convbank_tests
-BENCH=build-enc/apps/bench_cuda/convbank-bench-cuda
+gpu_build build-enc
 
 stamp "the encoder's sanitize case"
 timeout 120 "$TESTS" --test-case='cuda:sanitize tensor-core encoder*' >"$OUT/enc-test.log" 2>&1 &&
@@ -58,39 +43,7 @@ variants=(
   "c512:CONVBANK_CUDA_ENC_WGMMA=1,CONVBANK_CUDA_ENC_WGMMA_CH=512"
   "c64:CONVBANK_CUDA_ENC_WGMMA=1,CONVBANK_CUDA_ENC_WGMMA_CH=64"
 )
-names=()
-for round in $(seq 1 "$ROUNDS"); do
-  stamp "round $round"
-  for v in "${variants[@]}"; do
-    name=${v%%:*}
-    envs=()
-    [ -n "${v#*:}" ] && IFS=, read -r -a envs <<<"${v#*:}"
-    # "shape kernel ms" lines (columns 4, 5, 6 of the table: shape, kernel, ours ms).
-    env "${envs[@]}" "$BENCH" "${args[@]}" 2>/dev/null |
-      awk -F'|' 'NF > 10 && $2 !~ /workload|---/ {gsub(/ /, "", $4); gsub(/ /, "", $5);
-        gsub(/ /, "", $6); print $4, $5, $6}' >"$OUT/$name.$round"
-    [ "$round" = 1 ] && names+=("$name")
-  done
-done
-{
-  echo "encoders $(date -u '+%Y-%m-%d %H:%M UTC'), ms per round (kernel of the last round)"
-  printf '| shape |'
-  for n in "${names[@]}"; do printf ' %s |' "$n"; done
-  echo
-  printf '|---|'
-  for _ in "${names[@]}"; do printf -- '---|'; done
-  echo
-  while read -r shape _; do
-    printf '| %s |' "$shape"
-    for n in "${names[@]}"; do
-      ms=$(for r in $(seq 1 "$ROUNDS"); do awk -v s="$shape" '$1 == s {print $3}' "$OUT/$n.$r"; done | paste -sd/)
-      k=$(awk -v s="$shape" '$1 == s {print $2}' "$OUT/$n.$ROUNDS" | sed 's/conv1d_encoder_//')
-      printf ' %s %s |' "$ms" "$k"
-    done
-    echo
-  done <"$OUT/ffma.1"
-} | tee "$OUT/ab.md"
-rm -f "$OUT"/*.[0-9]
+ab_rounds encoders conv1d_encoder_ "${args[@]}"
 
 # 3xFP16 against 3xTF32 on the layers that take 3xFP16 by default (log: short-row
 # depth-to-space decoders measured slower with it).
@@ -140,12 +93,6 @@ timeout "$(budget 240)" "$TESTS" --test-case="$CASES" >"$OUT/tests.log" 2>&1 && 
 grep -E "tensor-core encoder|non-finite check|dynamic-range check|ERROR|FAILED|test cases" \
   "$OUT/tests.log" | tail -30
 
-for tool in memcheck racecheck; do
-  stamp "$tool on the encoder's sanitize case"
-  timeout "$(budget 120)" compute-sanitizer --tool "$tool" --error-exitcode 9 "$TESTS" \
-    --test-case='cuda:sanitize tensor-core encoder*' >"$OUT/$tool.log" 2>&1 &&
-    echo "$tool ok" || echo "$tool FAILED"
-  grep -E "ERROR SUMMARY|RACECHECK SUMMARY|Invalid|Hazard" "$OUT/$tool.log" | sort | uniq -c | head -5
-done
+sanitize_case 'cuda:sanitize tensor-core encoder*'
 
 stamp "done"

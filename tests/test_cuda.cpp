@@ -280,6 +280,36 @@ bool run_config(const Options& o, std::int64_t n, std::int64_t frames, bool stri
   return true;
 }
 
+// run_config for a Conv1d after checking that the dispatcher gives it `kernel`: the tests that
+// force one kernel onto many layers.
+bool run_on_kernel(const char* kernel, const Conv1dOptions& o, std::int64_t n, std::int64_t frames,
+                   bool strided, std::uint64_t seed, GridStats& stats) {
+  CHECK(std::string(kernel_of(Conv1d(o), Shape{n, o.in_channels, frames})) == kernel);
+  return run_config<Conv1d, Conv1dOptions>(o, n, frames, strided, seed, stats);
+}
+
+// Random input and weights for a Conv1d (weights of standard deviation w_scale), shaped by
+// `adjust` before both are rounded to float32, the values the GPU gets and the oracle sees.
+struct RoundedData {
+  oracle::Array x, w;
+  Tensor xt, wt;
+};
+template <class Adjust>
+RoundedData rounded_data(const Conv1dOptions& o, std::int64_t n, std::int64_t frames,
+                         std::uint64_t seed, double w_scale, Adjust&& adjust) {
+  std::mt19937_64 rng(seed);
+  RoundedData d{oracle::random_array(Shape{n, o.in_channels, frames}, rng),
+                oracle::random_array(weight_shape(o), rng, w_scale),
+                {},
+                {}};
+  adjust(d.x, d.w);
+  d.xt = oracle::to_tensor(d.x);
+  d.wt = oracle::to_tensor(d.w);
+  d.x = oracle::from_tensor(d.xt);
+  d.w = oracle::from_tensor(d.wt);
+  return d;
+}
+
 template <class T>
 T pick(std::mt19937_64& rng, std::initializer_list<T> values) {
   std::uniform_int_distribution<std::size_t> d(0, values.size() - 1);
@@ -1658,9 +1688,7 @@ TEST_CASE("cuda:sanitize local-order encoder on every tile against the float64 o
   std::uint64_t seed = 5150;
   int launches = 0;
   auto conv = [&](const C& o, std::int64_t n, std::int64_t frames, bool strided) {
-    CHECK(std::string(kernel_of(Conv1d(o), Shape{n, o.in_channels, frames})) ==
-          "conv1d_encoder_local_ffma");
-    CHECK(run_config<Conv1d, C>(o, n, frames, strided, seed++, stats));
+    CHECK(run_on_kernel("conv1d_encoder_local_ffma", o, n, frames, strided, seed++, stats));
     ++launches;
   };
   // Tiles of 32 x 256, 16 x 512, 8 x 1024 and 32 x 1024 (four frames per lane where K <= 16,
@@ -1702,9 +1730,7 @@ TEST_CASE("cuda:sanitize tensor-core encoder against the float64 oracle") {
   std::uint64_t seed = 6061;
   int launches = 0;
   auto conv = [&](const C& o, std::int64_t n, std::int64_t frames, bool strided) {
-    CHECK(std::string(kernel_of(Conv1d(o), Shape{n, o.in_channels, frames})) ==
-          "conv1d_encoder_wgmma_3xtf32");
-    CHECK(run_config<Conv1d, C>(o, n, frames, strided, seed++, stats));
+    CHECK(run_on_kernel("conv1d_encoder_wgmma_3xtf32", o, n, frames, strided, seed++, stats));
     ++launches;
   };
   for (const int channels : {256, 64, 512}) {
@@ -1727,7 +1753,7 @@ TEST_CASE("cuda:sanitize tensor-core encoder against the float64 oracle") {
 }
 
 // The pointwise tensor-core kernel (conv_pointwise_wgmma.cu): activations split into fp16 pairs
-// in registers, one scale per frame and 64-channel stage, weights per column. Input channels
+// in registers, one scale per frame and 32-channel stage, weights per column. Input channels
 // from 16 to its 512 (ragged last stage, quad rows past the group), output channels that leave a
 // ragged column tile (1, 100, 300), groups, padding on either side (zeros; reflect through the
 // edge pass), rows of odd length whose quad rows start mid-16 bytes, one tile and many per row,
@@ -1749,9 +1775,7 @@ TEST_CASE("cuda:sanitize pointwise tensor-core kernel against the float64 oracle
   int layers = 0;
   const std::uint64_t before = cc::pointwise_wgmma_launches();
   auto conv = [&](const C& o, std::int64_t n, std::int64_t frames, bool strided) {
-    CHECK(std::string(kernel_of(Conv1d(o), Shape{n, o.in_channels, frames})) ==
-          "conv1d_pointwise_wgmma_3xfp16");
-    CHECK(run_config<Conv1d, C>(o, n, frames, strided, seed++, stats));
+    CHECK(run_on_kernel("conv1d_pointwise_wgmma_3xfp16", o, n, frames, strided, seed++, stats));
     if (!strided) ++layers;
   };
   conv({.in_channels = 64, .out_channels = 128, .kernel_size = 1}, 2, 4096, false);
@@ -1775,60 +1799,52 @@ TEST_CASE("cuda:sanitize pointwise tensor-core kernel against the float64 oracle
     const C o{
         .in_channels = 128, .out_channels = 96, .kernel_size = 1, .padding = 1, .bias = false};
     const std::int64_t n = 2, frames = 2999, xcs = frames + 9, xbs = o.in_channels * xcs;
-    std::mt19937_64 rng(seed++);
+    const RoundedData d = rounded_data(o, n, frames, seed++, 0.1, [](auto&, auto&) {});
     Conv1d layer(o);
-    oracle::Array xa = oracle::random_array(Shape{n, o.in_channels, frames}, rng);
-    oracle::Array wa = oracle::random_array(weight_shape(o), rng, 0.1);
-    Tensor xt = oracle::to_tensor(xa), wt = oracle::to_tensor(wa);
-    xa = oracle::from_tensor(xt);
-    wa = oracle::from_tensor(wt);
-    layer.set_weight(wt.view());
+    layer.set_weight(d.wt.view());
     Tensor xbig(Shape{n, o.in_channels, xcs}, Device::kCuda);
     poison(xbig);
-    TensorView<float> xv(xbig.data(), xt.shape(), xbs, xcs, Device::kCuda);
-    convbank::copy(xt.view(), xv);
-    const Shape out_shape = layer.output_shape(xt.shape());
+    TensorView<float> xv(xbig.data(), d.xt.shape(), xbs, xcs, Device::kCuda);
+    convbank::copy(d.xt.view(), xv);
+    const Shape out_shape = layer.output_shape(d.xt.shape());
     Tensor yd(out_shape, Device::kCuda);
     poison(yd);
     const std::uint64_t seen = cc::pointwise_wgmma_launches();
     layer.forward(TensorView<const float>(xv), yd.view());
     CHECK(cc::pointwise_wgmma_launches() == seen + 1);
-    const double err = oracle::relative_l2(yd.to(Device::kCpu), oracle::conv1d(xa, wa, {}, o));
+    const double err = oracle::relative_l2(yd.to(Device::kCpu), oracle::conv1d(d.x, d.w, {}, o));
     CHECK(err <= kTolerance);
     stats.worst = std::max(stats.worst, err);
   }
 
-  // Loud and quiet stretches: each frame's 64-channel stages, and whole rows, move by up to 9
+  // Loud and quiet stretches: each frame's 32-channel stages, and whole rows, move by up to 9
   // decades; and weight columns from 1e-4 to 1e4.
   {
     const C o{.in_channels = 256, .out_channels = 128, .kernel_size = 1, .bias = false};
     const std::int64_t n = 2, frames = 2048;
     std::mt19937_64 rng(seed++);
-    Conv1d layer(o);
-    oracle::Array xa = oracle::random_array(Shape{n, o.in_channels, frames}, rng);
-    oracle::Array wa = oracle::random_array(weight_shape(o), rng, 0.1);
-    std::uniform_real_distribution<double> decade(-6.0, 3.0);
-    for (std::int64_t b = 0; b < n; ++b) {
-      for (std::int64_t c = 0; c < o.in_channels; ++c) {
-        const double row = std::pow(10.0, decade(rng) / 3.0);
-        for (std::int64_t t = 0; t < frames; ++t) {
-          const double stretch = ((t / 300) % 3 == 0) ? 1e-6 : ((t / 300) % 3 == 1) ? 1.0 : 1e3;
-          xa.data[(b * o.in_channels + c) * frames + t] *= row * stretch;
+    const RoundedData d = rounded_data(o, n, frames, seed++, 0.1, [&](auto& xa, auto& wa) {
+      std::uniform_real_distribution<double> decade(-6.0, 3.0);
+      for (std::int64_t b = 0; b < n; ++b) {
+        for (std::int64_t c = 0; c < o.in_channels; ++c) {
+          const double row = std::pow(10.0, decade(rng) / 3.0);
+          for (std::int64_t t = 0; t < frames; ++t) {
+            const double stretch = ((t / 300) % 3 == 0) ? 1e-6 : ((t / 300) % 3 == 1) ? 1.0 : 1e3;
+            xa.data[(b * o.in_channels + c) * frames + t] *= row * stretch;
+          }
         }
       }
-    }
-    for (std::int64_t co = 0; co < o.out_channels; ++co) {
-      const double col = std::pow(10.0, static_cast<double>(co % 9) - 4.0);
-      for (std::int64_t ci = 0; ci < o.in_channels; ++ci) wa.data[co * o.in_channels + ci] *= col;
-    }
-    Tensor xt = oracle::to_tensor(xa), wt = oracle::to_tensor(wa);
-    xa = oracle::from_tensor(xt);
-    wa = oracle::from_tensor(wt);
-    layer.set_weight(wt.view());
-    Tensor yd(layer.output_shape(xt.shape()), Device::kCuda);
-    layer.forward(xt.to(Device::kCuda).view(), yd.view());
+      for (std::int64_t co = 0; co < o.out_channels; ++co) {
+        const double col = std::pow(10.0, static_cast<double>(co % 9) - 4.0);
+        for (std::int64_t ci = 0; ci < o.in_channels; ++ci) wa.data[co * o.in_channels + ci] *= col;
+      }
+    });
+    Conv1d layer(o);
+    layer.set_weight(d.wt.view());
+    Tensor yd(layer.output_shape(d.xt.shape()), Device::kCuda);
+    layer.forward(d.xt.to(Device::kCuda).view(), yd.view());
     const Tensor got = yd.to(Device::kCpu);
-    const oracle::Array ref = oracle::conv1d(xa, wa, {}, o);
+    const oracle::Array ref = oracle::conv1d(d.x, d.w, {}, o);
     const double err = oracle::relative_l2(got, ref);
     CHECK(err <= kTolerance);
     // Every output channel on its own too: a quiet column is not hidden by a loud one.
