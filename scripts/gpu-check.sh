@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # The GPU check, one call on the lent H200 machine (see shared/device-notes.md):
-# configure (Release, sm_90, no libsndfile there) -> build -> all tests (ctest, cuda:* included)
-# -> compute-sanitizer memcheck + racecheck on the cuda:sanitize* subset -> PyTorch parity of
-# `convbank conv1d|conv-transpose1d --device cuda` -> convbank-bench-cuda against cuDNN ->
-# streaming latency on the GPU (convbank bench-stream --device cuda against PyTorch with
-# CUDA-graph replay, scripts/bench_stream.py; the cuda:stream* tests run in the test stage).
+# configure (Release, sm_90, no libsndfile there) -> build -> all tests (ctest: cuda:*, then the
+# CPU ones) -> convbank-bench-cuda against cuDNN (and the A/B tables) -> streaming latency on the
+# GPU (convbank bench-stream --device cuda against PyTorch with CUDA-graph replay,
+# scripts/bench_stream.py; the cuda:stream* tests run in the test stage) -> PyTorch parity of
+# `convbank conv1d|conv-transpose1d --device cuda` -> compute-sanitizer memcheck + racecheck on
+# the cuda:sanitize* subset.
 # Logs and JSON go to $OUT (at most 8 files come back from the device machine); a short
 # summary is printed last. Kept under ~9 minutes.
 #
@@ -12,8 +13,7 @@
 #   STAGES="build bench" scripts/gpu-check.sh  # a subset: build test sanitize parity bench stream probe
 #   STREAM_ARGS="--count 2000" STAGES="build stream" scripts/gpu-check.sh
 #   BENCH_ARGS="--workload seedB" scripts/gpu-check.sh
-#   NCU_WORKLOAD=seedA NCU_KERNEL=wgmma_ss scripts/gpu-check.sh  # the kernel profiled (default:
-#     enc_tasnet's encoder)
+# Profiles of single kernels: scripts/gpu-profile.sh.
 #   TEST_CASES='cuda:sanitize*' STAGES="build test bench" BENCH_ARGS="--workload dec_tasnet" \
 #     scripts/gpu-check.sh   # quick iteration: only these doctest cases, no CPU tests
 set -u -o pipefail
@@ -72,6 +72,11 @@ elif has test && [ -x "$TESTS" ]; then
   timeout "$(budget 220)" ctest --test-dir "$BUILD" -R '^cuda:' -V --timeout 215 >"$OUT/ctest.log" 2>&1 ||
     status[test]=FAIL
   stamp "cuda tests: ${status[test]} ($(grep -E 'tests passed|tests failed' "$OUT/ctest.log" | tail -1))"
+  # The CPU tests before the long stages, so that the deadline never cuts them (CI runs them too).
+  stamp "ctest: the other (CPU) tests"
+  timeout "$(budget 120)" ctest --test-dir "$BUILD" -E '^cuda:' -j 12 --output-on-failure --timeout 110 \
+    >>"$OUT/ctest.log" 2>&1 || status[test]=FAIL
+  stamp "all tests: ${status[test]} ($(grep -E 'tests passed|tests failed' "$OUT/ctest.log" | tail -1))"
 fi
 
 if has bench && [ -x "$BUILD/apps/bench_cuda/convbank-bench-cuda" ]; then
@@ -159,17 +164,6 @@ if has bench && [ -x "$BUILD/apps/bench_cuda/convbank-bench-cuda" ]; then
           2>/dev/null | grep -E '^\| custom' >>"$OUT/bench.md"
       done
     done
-    # One kernel under Nsight Compute (NCU_WORKLOAD:NCU_KERNEL, a regex of its name).
-    if command -v ncu >/dev/null; then
-      ncu_w=${NCU_WORKLOAD:-enc_tasnet}
-      echo "## ncu $ncu_w" >>"$OUT/bench.md"
-      timeout "$(budget 60)" ncu --clock-control none --section SpeedOfLight \
-        --section WarpStateStats --section MemoryWorkloadAnalysis \
-        --section Occupancy --section SchedulerStats --section LaunchStats \
-        -k "regex:${NCU_KERNEL:-encoder}" -c 1 \
-        "$BUILD/apps/bench_cuda/convbank-bench-cuda" --no-cudnn --workload "$ncu_w" --runs 20 2>&1 |
-        grep -vE '^\|' | tail -200 >>"$OUT/bench.md"
-    fi
   fi
   stamp "bench: ${status[bench]}"
 fi
@@ -230,13 +224,6 @@ if has sanitize && [ -x "$TESTS" ]; then
       >>"$OUT/sanitize.log" 2>&1 || status[sanitize]=FAIL
   done
   stamp "sanitize: ${status[sanitize]}"
-fi
-
-if has test && [ -x "$TESTS" ] && [ -z "$TEST_CASES" ]; then
-  stamp "ctest: the other (CPU) tests"
-  timeout "$(budget 120)" ctest --test-dir "$BUILD" -E '^cuda:' -j 12 --output-on-failure --timeout 110 \
-    >>"$OUT/ctest.log" 2>&1 || status[test]=FAIL
-  stamp "all tests: ${status[test]} ($(grep -E 'tests passed|tests failed' "$OUT/ctest.log" | tail -1))"
 fi
 
 {
