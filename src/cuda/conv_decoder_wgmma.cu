@@ -681,22 +681,8 @@ int tma_stages(const DecArgs& a, const DecLayer& l, bool wide, CUtensorMap& map)
                                    (a.stage_bytes + 16));
   const int stages = std::min(fit, kMaxStages);
   if (stages < 2) return 0;
-  const auto u64 = [](std::int64_t v) { return static_cast<cuuint64_t>(v); };
-  const cuuint64_t dims[4] = {u64(4 * a.x_cs), u64(l.cin_g / 4), u64(l.groups), u64(l.batch)};
-  const cuuint64_t strides[3] = {u64(4 * a.x_cs) * sizeof(float),
-                                 u64(a.x_cs * l.cin_g) * sizeof(float),
-                                 u64(a.x_bs) * sizeof(float)};
-  const cuuint32_t box[4] = {static_cast<cuuint32_t>(a.box_frames), 16, 1, 1},
-                   steps[4] = {1, 1, 1, 1};
-  // 128-byte L2 promotion measured faster than 256 bytes and none (log step 91 in
-  // docs/performance.md, two device calls of two rounds each: dec_tasnet 0.167 / 0.170 and
-  // 0.168 / 0.168 ms against 0.171 / 0.172 and 0.169 / 0.169 with 256 bytes; 0.171 / 0.171
-  // with none).
-  const CUtensorMapL2promotion promo = CU_TENSOR_MAP_L2_PROMOTION_L2_128B;
-  const bool ok =
-      encode(&map, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 4, const_cast<float*>(a.x), dims, strides, box,
-             steps, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE, promo,
-             CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+  const bool ok = encode_quad_rows(encode, map, a.x, a.x_cs, a.x_bs, l.cin_g, l.groups, l.batch,
+                                   a.box_frames, 16);
   const bool ready = n == 16 ? (wide ? kernel_ready<16, 4, true>() : kernel_ready<16, 2, true>())
                              : !wide && kernel_ready<32, 2, true>();
   return ok && ready ? stages : 0;

@@ -429,16 +429,8 @@ bool input_map(const PwArgs& a, const Conv1dParams& p, CUtensorMap& map) {
       a.row_tiles * a.rows + a.pad >= kCoordMax) {
     return false;
   }
-  const auto u64 = [](std::int64_t v) { return static_cast<cuuint64_t>(v); };
-  const cuuint64_t dims[4] = {u64(4 * a.x_cs), u64(a.cin_g / 4), u64(a.groups), u64(p.batch)};
-  const cuuint64_t strides[3] = {u64(4 * a.x_cs) * sizeof(float),
-                                 u64(a.x_cs * a.cin_g) * sizeof(float),
-                                 u64(a.x_bs) * sizeof(float)};
-  const cuuint32_t box[4] = {static_cast<cuuint32_t>(a.rows + 4), 8, 1, 1}, steps[4] = {1, 1, 1, 1};
-  return encode(&map, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 4, const_cast<float*>(a.x), dims, strides,
-                box, steps, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE,
-                CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
-                CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+  return encode_quad_rows(encode, map, a.x, a.x_cs, a.x_bs, a.cin_g, a.groups, p.batch, a.rows + 4,
+                          8);
 }
 
 }  // namespace

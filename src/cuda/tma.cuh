@@ -118,4 +118,29 @@ inline TensorMapEncode tensor_map_encoder() {
   return encode;
 }
 
+// The input of the copy-engine kernels (the tensor-core decoder, the pointwise kernel) as "quad
+// rows": four consecutive channels of a batch item together (4 x x_cs floats, so 16-byte aligned
+// whatever the row length when the view's start and batch stride are), a 4-d map of (4 x_cs
+// frames, quad row, group, batch) read in boxes of box_frames x box_quads; x_bs a multiple of 4
+// floats. 128-byte L2 promotion measured faster than 256 bytes and none (log step 91 in
+// docs/performance.md, two device calls of two rounds each: dec_tasnet 0.167 / 0.170 and 0.168 /
+// 0.168 ms against 0.171 / 0.172 and 0.169 / 0.169 with 256 bytes; 0.171 / 0.171 with none).
+// False where the driver does not accept the map.
+inline bool encode_quad_rows(TensorMapEncode encode, CUtensorMap& map, const float* x,
+                             std::int64_t x_cs, std::int64_t x_bs, std::int64_t cin_g,
+                             std::int64_t groups, std::int64_t batch, int box_frames,
+                             int box_quads) {
+  const auto u64 = [](std::int64_t v) { return static_cast<cuuint64_t>(v); };
+  const cuuint64_t dims[4] = {u64(4 * x_cs), u64(cin_g / 4), u64(groups), u64(batch)};
+  const cuuint64_t strides[3] = {u64(4 * x_cs) * sizeof(float), u64(x_cs * cin_g) * sizeof(float),
+                                 u64(x_bs) * sizeof(float)};
+  const cuuint32_t box[4] = {static_cast<cuuint32_t>(box_frames),
+                             static_cast<cuuint32_t>(box_quads), 1, 1},
+                   steps[4] = {1, 1, 1, 1};
+  return encode(&map, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 4, const_cast<float*>(x), dims, strides, box,
+                steps, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE,
+                CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
+                CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+}
+
 }  // namespace convbank::detail::cuda
