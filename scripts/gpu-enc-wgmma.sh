@@ -9,9 +9,6 @@
 #   OUT=$OUT ROUNDS=2 scripts/gpu-enc-wgmma.sh
 set -u -o pipefail
 cd "$(dirname "$0")/.." || exit 1
-OUT=${OUT:-$PWD/gpu-enc-out}
-mkdir -p "$OUT"
-ROUNDS=${ROUNDS:-2}
 # shellcheck source=scripts/gpu-lib.sh
 source scripts/gpu-lib.sh
 CASES=${CASES:-"cuda:sanitize tensor-core encoder*,cuda:sanitize NaN/Inf*,cuda: inputs and weights*,cuda: all-positive*,cuda: memory-bound*,cuda: seed shapes and all GPU workloads*,cuda: 64-bit*,cuda:sanitize local-order*"}

@@ -1,7 +1,11 @@
 # shellcheck shell=bash disable=SC2154  # `variants` is the caller's
-# Shared by the one-call device scripts (scripts/gpu-pw.sh, scripts/gpu-enc-wgmma.sh); sourced
-# from the repository root after OUT and ROUNDS are set. Provides the stage clock, the build,
-# interleaved A/B rounds of convbank-bench-cuda with their table, and the sanitizers on one case.
+# Shared by the one-call device scripts (scripts/gpu-pw.sh, scripts/gpu-enc-wgmma.sh,
+# scripts/gpu-quick.sh); sourced from the repository root. Provides the output folder (OUT,
+# default SCRIPT-out), the stage clock, the build, interleaved A/B rounds (ROUNDS, default 2) of
+# convbank-bench-cuda with their table, and the sanitizers on one case.
+OUT=${OUT:-$PWD/$(basename "$0" .sh)-out}
+mkdir -p "$OUT"
+ROUNDS=${ROUNDS:-2}
 export PATH=/usr/local/cuda/bin:$PATH
 start=$(date +%s)
 stamp() { echo "[$(($(date +%s) - start))s] $*"; }

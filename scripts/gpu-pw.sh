@@ -10,9 +10,6 @@
 #   OUT=$OUT ROUNDS=2 scripts/gpu-pw.sh
 set -u -o pipefail
 cd "$(dirname "$0")/.." || exit 1
-OUT=${OUT:-$PWD/gpu-pw-out}
-mkdir -p "$OUT"
-ROUNDS=${ROUNDS:-2}
 # shellcheck source=scripts/gpu-lib.sh
 source scripts/gpu-lib.sh
 CASE='cuda:sanitize pointwise tensor-core*'

@@ -6,9 +6,6 @@
 #   OUT=$OUT CASES='cuda:sanitize pointwise*' WORKLOADS="tcn_pointwise" scripts/gpu-quick.sh
 set -u -o pipefail
 cd "$(dirname "$0")/.." || exit 1
-OUT=${OUT:-$PWD/gpu-quick-out}
-mkdir -p "$OUT"
-ROUNDS=1
 # shellcheck source=scripts/gpu-lib.sh
 source scripts/gpu-lib.sh
 gpu_build build-quick

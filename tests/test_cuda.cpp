@@ -1784,8 +1784,8 @@ TEST_CASE("cuda:sanitize pointwise tensor-core kernel against the float64 oracle
   conv({.in_channels = 200, .out_channels = 300, .kernel_size = 1}, 1, 777, false);
   conv({.in_channels = 36, .out_channels = 1, .kernel_size = 1, .padding = 1}, 3, 129, false);
   conv({.in_channels = 128, .out_channels = 128, .kernel_size = 1, .groups = 2}, 2, 1000, false);
-  // Column-tile pairs (the multicast kernel's clusters) inside each of two groups, and four
-  // column tiles of one group.
+  // Two column tiles inside each of two groups, and four column tiles of one group: blocks whose
+  // tiles change (group, column tile) stage other weights.
   conv({.in_channels = 128, .out_channels = 256, .kernel_size = 1, .groups = 2}, 2, 1000, false);
   conv({.in_channels = 64, .out_channels = 256, .kernel_size = 1}, 1, 2000, false);
   conv({.in_channels = 96, .out_channels = 64, .kernel_size = 1, .padding = 130}, 1, 500, false);
