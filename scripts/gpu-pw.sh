@@ -2,10 +2,11 @@
 # The pointwise tensor-core kernel (conv_pointwise_wgmma.cu) on the lent H200, one call: builds
 # the working tree, runs its sanitize case with 3 and 2 consumer warpgroups (TEST_WG), ROUNDS
 # interleaved rounds of `convbank-bench-cuda --no-cudnn` on pointwise shapes for each of VARIANTS
-# (default: the kernel, CONVBANK_CUDA_PW=1, and the shared-memory-operand kernel, =0),
-# tcn_pointwise and x_pw_odd against cuDNN, the doctest CASES (its case and the NaN/Inf,
-# dynamic-range and all-positive families), then memcheck and racecheck on its case, within
-# DEADLINE seconds. Prints a table, shape x variant, ms per round; logs go to $OUT.
+# (default: the kernel, CONVBANK_CUDA_PW=1; the same with one column tile per block tile,
+# CONVBANK_CUDA_PW_WIDE=0; the shared-memory-operand kernel, CONVBANK_CUDA_PW=0), tcn_pointwise
+# and x_pw_odd against cuDNN, the doctest CASES (its case and the NaN/Inf, dynamic-range and
+# all-positive families), then memcheck and racecheck on its case, within DEADLINE seconds.
+# Prints a table, shape x variant, ms per round; logs go to $OUT.
 #
 #   OUT=$OUT ROUNDS=2 scripts/gpu-pw.sh
 set -u -o pipefail
@@ -28,15 +29,21 @@ shapes=(
   "16,512,128,16384,1,1,0,1,1"
   "16,512,128,16383,1,1,0,1,1"
   "8,256,256,16384,1,1,0,1,1"
+  "16,256,128,16384,1,1,0,1,1"
   "4,512,512,16384,1,1,0,1,1"
+  "2,1024,256,16384,1,1,0,1,1"
+  "8,192,256,16384,1,1,0,1,1"
+  "16,128,256,16384,1,1,0,1,1"
+  "8,128,128,32768,1,1,0,1,1"
   "16,64,256,16384,1,1,0,1,1"
+  "8,64,128,65536,1,1,0,1,1"
   "8,128,64,65536,1,1,0,1,1"
   "16,512,100,16384,1,1,0,1,1"
   "2,384,384,8192,1,1,0,1,1"
 )
 args=(--no-cudnn --runs 30 --op conv1d)
 for s in "${shapes[@]}"; do args+=(--shape "$s"); done
-VARIANTS=${VARIANTS:-"ss:CONVBANK_CUDA_PW=0 pw:CONVBANK_CUDA_PW=1"}
+VARIANTS=${VARIANTS:-"pw:CONVBANK_CUDA_PW=1 narrow:CONVBANK_CUDA_PW=1,CONVBANK_CUDA_PW_WIDE=0 ss:CONVBANK_CUDA_PW=0"}
 read -r -a variants <<<"$VARIANTS"
 ab_rounds pointwise "" "${args[@]}"
 

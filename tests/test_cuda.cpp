@@ -1753,14 +1753,15 @@ TEST_CASE("cuda:sanitize tensor-core encoder against the float64 oracle") {
 }
 
 // The pointwise tensor-core kernel (conv_pointwise_wgmma.cu): activations split into fp16 pairs
-// in registers, one scale per frame and 32-channel stage, weights per column. Input channels
-// from 16 to its 512 (ragged last stage, quad rows past the group), output channels that leave a
-// ragged column tile (1, 100, 300), groups, padding on either side (zeros; reflect through the
-// edge pass), rows of odd length whose quad rows start mid-16 bytes, one tile and many per row,
-// a view whose channel stride exceeds its frames; misaligned views take the shared-memory-operand
-// kernel instead (not counted as launches). Then the data the 3xFP16 scales must follow: loud and
-// quiet stretches (1e-6 .. 1e3 within a row, and from row to row), and weight columns of very
-// different magnitudes.
+// in registers, one scale per frame and 32-channel stage, weights per column, streamed with the
+// input. Input channels from 16 to 640 (ragged last stage, quad rows past the group), output
+// channels that leave a ragged column tile (1, 100, 300), column tiles in pairs (2 and 4 per
+// group, one block tile computing both) and alone (1, 5), groups, padding on either side (zeros;
+// reflect through the edge pass), rows of odd length whose quad rows start mid-16 bytes, one tile
+// and many per row, a view whose channel stride exceeds its frames; misaligned views take the
+// shared-memory-operand kernel instead (not counted as launches). Then the data the 3xFP16 scales
+// must follow: loud and quiet stretches (1e-6 .. 1e3 within a row, and from row to row), and weight
+// columns of very different magnitudes.
 TEST_CASE("cuda:sanitize pointwise tensor-core kernel against the float64 oracle") {
   CUDA_OR_SKIP();
   namespace cc = convbank::detail::cuda;
@@ -1788,6 +1789,8 @@ TEST_CASE("cuda:sanitize pointwise tensor-core kernel against the float64 oracle
   // tiles change (group, column tile) stage other weights.
   conv({.in_channels = 128, .out_channels = 256, .kernel_size = 1, .groups = 2}, 2, 1000, false);
   conv({.in_channels = 64, .out_channels = 256, .kernel_size = 1}, 1, 2000, false);
+  // 20 stages of streamed weights (more input channels than 128 KB of resident planes held).
+  conv({.in_channels = 640, .out_channels = 96, .kernel_size = 1}, 1, 1500, false);
   conv({.in_channels = 96, .out_channels = 64, .kernel_size = 1, .padding = 130}, 1, 500, false);
   conv({.in_channels = 64,
         .out_channels = 80,

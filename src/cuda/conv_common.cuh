@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <string>
+#include <utility>
 
 #include "convbank/error.hpp"
 #include "core/backend.hpp"
@@ -125,6 +126,34 @@ inline bool cluster_launch_supported() {
   }();
   return ok;
 }
+
+// A memory pool of convbank's own per device, for the stream-ordered workspaces below.
+cudaMemPool_t workspace_pool();
+
+// A stream-ordered workspace from convbank's pool, freed after the launches that use it were
+// queued (free()), or when one of them throws.
+class Workspace {
+ public:
+  Workspace(std::size_t bytes, cudaStream_t stream, const char* what) : stream_(stream) {
+    const std::string call = std::string("cudaMallocFromPoolAsync (") + what + ")";
+    check_cuda(cudaMallocFromPoolAsync(&p_, bytes, workspace_pool(), stream), call.c_str());
+  }
+  Workspace(const Workspace&) = delete;
+  Workspace& operator=(const Workspace&) = delete;
+  Workspace(Workspace&& o) noexcept : p_(std::exchange(o.p_, nullptr)), stream_(o.stream_) {}
+  ~Workspace() {
+    if (p_ != nullptr && cudaFreeAsync(p_, stream_) != cudaSuccess) cudaGetLastError();
+  }
+  float* floats() const { return static_cast<float*>(p_); }
+  void free(const char* what) {
+    const std::string call = std::string("cudaFreeAsync (") + what + ")";
+    check_cuda(cudaFreeAsync(std::exchange(p_, nullptr), stream_), call.c_str());
+  }
+
+ private:
+  void* p_ = nullptr;
+  cudaStream_t stream_;
+};
 
 // A benchmarking knob from the environment (0 when unset); callers read it once, into a static.
 inline int env_int(const char* name) {

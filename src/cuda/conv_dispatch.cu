@@ -24,9 +24,9 @@
 //                                     convolutions summed; CONVBANK_CUDA_TAP_GROUPS=0: off;
 //                                     ConvTranspose1d at stride 1 likewise:
 //                                     conv_transpose1d_taps_wgmma_ss_3xtf32_*)
-//   compute capability 9.0, K = 1, stride 1, zeros padding, in/groups a multiple of 4 from 16
-//   to 512, in/groups >= 384 or out/groups <= 64, out/groups filling 64-column tiles to 3/4, at
-//   least two 192-frame x 64-channel tiles per multiprocessor
+//   compute capability 9.0, K = 1, stride 1, zeros padding, in/groups a multiple of 4 and at
+//   least 16, in/groups >= 192 or out/groups <= 64, out/groups filling 64-column tiles to 3/4,
+//   at least two 192-frame x 64-channel tiles per multiprocessor
 //                                  -> conv1d_pointwise_wgmma_3xfp16 (activations split in
 //                                     registers; CONVBANK_CUDA_PW=0|1)
 //   compute capability 9.0, zeros padding, K <= 8 (K <= 16 for the first kernel below),
@@ -272,20 +272,21 @@ bool encoder_wgmma_wins(const Conv1dParams& p) {
 }
 
 // The pointwise tensor-core kernel (activations split in registers, 3xFP16) where it measured
-// faster than the shared-memory-operand kernel on the H200 (log step 116 in
-// docs/performance.md, ms, pointwise vs SS kernel, one call of two rounds): deep reductions
-// (tcn_pointwise 0.370 vs 0.397, x_pw_odd 0.370 vs 0.456, 4 x 512 -> 512 0.382 vs 0.399, 16 x
-// 512 -> 100 0.369 vs 0.430, 2 x 384 -> 384 0.078 vs 0.086) and one column tile (8 x 128 -> 64
-// on 65536 frames 0.167 vs 0.221). Each 64-column tile copies and splits the input again, which
-// shallow reductions over several tiles do not repay: 8 x 256 -> 256 0.231 vs 0.225, 16 x 64 ->
-// 256 0.251 vs 0.157. Its 64-column tiles at least 3/4 used, its tiles filling the GPU twice;
-// not where the tensor cores are off. CONVBANK_CUDA_PW=0|1 (set_pointwise_wgmma_policy) for A/B
-// runs and tests.
+// faster than the shared-memory-operand kernel on the H200 (log step 120 in
+// docs/performance.md, ms, pointwise vs SS kernel, one call of two rounds): 192 input channels
+// per group and more (tcn_pointwise 0.293 vs 0.397, x_pw_odd 0.298 vs 0.455, 4 x 512 -> 512 0.295
+// vs 0.397, 2 x 1024 -> 256 0.148 vs 0.221, 16 x 256 -> 128 0.199 vs 0.228, 8 x 256 -> 256 0.195
+// vs 0.225, 8 x 192 -> 256 0.171 vs 0.181) and one column tile (8 x 128 -> 64 on 65536 frames
+// 0.173 vs 0.223). Shallower reductions over several column tiles copy and split too little per
+// tile to repay it: 16 x 128 -> 256 0.268 vs 0.247, 8 x 128 -> 128 0.149 vs 0.138, 16 x 64 -> 256
+// 0.226 vs 0.167. Its 64-column tiles at least 3/4 used, its tiles filling the GPU twice; not
+// where the tensor cores are off. CONVBANK_CUDA_PW=0|1 (set_pointwise_wgmma_policy) for A/B runs
+// and tests.
 bool pointwise_wgmma_wins(const Conv1dParams& p) {
   if (const auto forced = forced_by(pointwise_wgmma_policy())) return *forced;
   if (wgmma_policy() == WgmmaPolicy::kNever) return false;
   const std::int64_t cin_g = p.in_channels / p.groups, cout_g = p.out_channels / p.groups;
-  return (cin_g >= 384 || cout_g <= 64) && wgmma_wins(cout_g, false) &&
+  return (cin_g >= 192 || cout_g <= 64) && wgmma_wins(cout_g, false) &&
          conv1d_pointwise_wgmma_tiles(p) >= 2LL * num_sms();
 }
 

@@ -24,9 +24,15 @@
 //     accuracy bar where 128 did not (log step 77): a stage is 32.
 //   Split: y = x s = hi + lo, hi = fp16(y), lo = fp16(y - hi) (the rest is exact in fp32); the
 //     products hi wh + lo wh + hi wl drop lo wl, 2^-22 of a product.
-//   B (weights): split once per block into K-major hi/lo fp16 planes that stay in shared memory
-//     for every tile of the block's (group, column tile): 128 KB at 512 input channels. Each
-//     column is scaled by its own power of two (undone in the epilogue with the bias).
+//   B (weights): split once per call by a small kernel into K-major hi/lo fp16 planes in a
+//     workspace, each column scaled by its own power of two (undone in the epilogue with the
+//     bias). Each stage's planes (8 KB per column tile) come into the ring slot with its input,
+//     so that no plane is resident: the ring then holds 6 stages (150 KB of input in flight per
+//     multiprocessor, against 100 KB beside 128 KB of resident planes, 24 % faster on
+//     tcn_pointwise; log step 120) and any number of input channels fits.
+//   Two column tiles per block tile (kP = 2) where a group's column tiles pair up: each stage's
+//     input is copied and split once for 128 output channels (tcn_pointwise 0.29 against 0.36
+//     ms with one; log step 120).
 // Tiles run with the column tile fastest, so that the blocks computing the other column tiles
 // of the same frames run at the same time and their copies find the input in L2.
 //
@@ -39,6 +45,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <type_traits>
 
 #include "cuda/conv_common.cuh"
 #include "cuda/cp_async.cuh"  // smem_addr
@@ -54,7 +61,8 @@ constexpr int kCols = 64;           // output channels per tile (N)
 constexpr int kStageChannels = 32;  // reduction rows per stage (2 fp16 steps)
 constexpr int kMaxStages = 6;
 constexpr int kMaxSmem = 227 * 1024;
-constexpr int kMaxChannels = 512;  // input channels per group whose planes fit (128 KB)
+// A stage's hi and lo weight planes for one column tile (32 rows x 64 columns of fp16).
+constexpr int kStageWBytes = 2 * kStageChannels * kCols * 2;
 
 // kWG consumer warpgroups of one m64 tile each: the tile's rows (output frames), a copy's frames
 // (the rows and a lead of up to 3; 4 mod 32, so that the reads are conflict-free), a box of 8
@@ -64,6 +72,19 @@ struct Geometry {
   static constexpr int kRows = 64 * kWG;
   static constexpr int kConsumers = 128 * kWG;
   static constexpr int kThreads = kConsumers + 32;  // and the producer warp
+  // Two column tiles per block tile (kP = 2) keep 64 running sums per thread, more than the 128
+  // registers a launch of 13 warps gives each (4 warps on a scheduler): the producer is then a
+  // whole warpgroup that hands its registers to the consumers (setmaxnreg; the sum must not
+  // exceed the launch's allocation).
+  static constexpr int kWideThreads = kConsumers + 128;
+  static constexpr int kLaunchRegs = 65536 / kWideThreads / 8 * 8;
+  static constexpr int kProducerRegs = 40;
+  static constexpr int kConsumerRegs =
+      std::min(240, ((kWG + 1) * kLaunchRegs - kProducerRegs) / kWG / 8 * 8);
+  template <int kP>
+  static constexpr int threads() {
+    return kP == 2 ? kWideThreads : kThreads;
+  }
   static constexpr int kBoxFrames = kRows + 4;
   static_assert(kBoxFrames % 32 == 4, "lines 4 mod 32 floats apart: conflict-free reads");
   static constexpr int kBoxFloats = 8 * kBoxFrames;
@@ -79,11 +100,14 @@ struct PwArgs {
   std::int64_t y_bs, y_cs;
   std::int64_t groups;
   int cin_g, cout_g;
-  int rows;         // output frames per tile: 64 per consumer warpgroup
-  int stages;       // stages of 32 channels per tile (the planes' depth / 32)
-  int ring;         // stages in the shared-memory ring
-  int col_tiles;    // column tiles per group
-  std::int64_t gc;  // groups x col_tiles: the fastest tile index
+  int rows;               // output frames per tile: 64 per consumer warpgroup
+  int stages;             // stages of 32 channels per tile (the planes' depth / 32)
+  int ring;               // stages in the shared-memory ring
+  const __half* wplanes;  // (group x column tile, stage) blocks of kStageWBytes
+  const float* wscale;    // each column's inverse scale, (group x column tile) x kCols
+  int col_tiles;          // column tiles per group
+  int col_units;          // units of kP column tiles per group (a block tile's columns)
+  std::int64_t gc;        // groups x col_units: the fastest tile index
   std::int64_t pad, in_frames, out_frames;
   std::int64_t row_tiles;  // tiles of kRows frames per row
   std::int64_t tiles;      // batch x row_tiles x gc
@@ -97,11 +121,11 @@ __host__ __device__ __forceinline__ int pw_channel(int r) {
   return (r & ~31) + 4 * (2 * q + c) + 2 * t + e;
 }
 
-// Shared memory: 128 bytes of alignment slack, the ring, the hi and lo planes, per-column
-// scale, inverse scale and bias, then a full and an empty barrier per stage.
-std::size_t smem_bytes(int stages, int ring, int stage_bytes) {
-  const std::size_t plane = std::size_t{2} * stages * kStageChannels * kCols;  // bytes
-  return 128 + std::size_t{1} * ring * stage_bytes + 2 * plane + 3 * kCols * 4 + 16 * ring;
+// Shared memory: 128 bytes of alignment slack, the ring (a slot is a stage's input and its
+// weight planes), each column's inverse scale and bias, then a full and an empty barrier per
+// stage.
+std::size_t smem_bytes(int ring, int slot_bytes, int pairs) {
+  return 128 + std::size_t{1} * ring * slot_bytes + 2 * pairs * kCols * 4 + 16 * ring;
 }
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -144,66 +168,39 @@ __device__ __forceinline__ void split_f16(float a, float b, std::uint32_t& hi, s
 }
 
 // The consumer warpgroups' work (see the kernel below).
-template <int kWG>
-__device__ __forceinline__ void consume(const PwArgs& a, const float* ring, __half* planes,
-                                        float* col_scale, std::uint32_t full0,
-                                        std::uint32_t empty0) {
+template <int kWG, int kP>
+__device__ __forceinline__ void consume(const PwArgs& a, const float* ring, float* col_inv,
+                                        std::uint32_t full0, std::uint32_t empty0) {
   using G = Geometry<kWG>;
   constexpr int kRows = G::kRows, kConsumers = G::kConsumers, kBoxFrames = G::kBoxFrames;
   constexpr int kBoxFloats = G::kBoxFloats, kStageBytes = G::kStageBytes;
   const int tid = threadIdx.x;
-  const int plane_halves = a.stages * kStageChannels * kCols;
-  float* const col_inv = col_scale + kCols;
-  float* const col_bias = col_inv + kCols;
+  constexpr int kSlotBytes = kStageBytes + kP * kStageWBytes;
+  float* const col_bias = col_inv + kP * kCols;
   const int lane = tid & 31, q = lane & 3, g = lane >> 2;
   const int row0 = 64 * (tid >> 7) + 16 * ((tid >> 5) & 3) + g;  // rows row0 and row0 + 8
   // Offset of fragment value [c] (row row0) in a box: line 2q + c.
   const int line[2] = {2 * q * kBoxFrames + row0, (2 * q + 1) * kBoxFrames + row0};
-  const std::uint32_t hi_addr = smem_addr(planes), lo_addr = hi_addr + plane_halves * 2;
+  const std::uint32_t ring_addr = smem_addr(ring);
   int slot = 0;
   std::uint32_t phase = 0;
-  std::int64_t staged = -1;  // the (group, column tile) whose weights are in the planes
+  std::int64_t staged = -1;  // the (group, column tile) whose scales and bias are loaded
 
   for (std::int64_t tile = blockIdx.x; tile < a.tiles; tile += gridDim.x) {
     const std::int64_t gc = tile % a.gc, rest = tile / a.gc;
     const std::int64_t rt = rest % a.row_tiles, b = rest / a.row_tiles;
-    const std::int64_t gr = gc / a.col_tiles;
-    const int co0 = static_cast<int>(gc - gr * a.col_tiles) * kCols;  // within the group
+    const std::int64_t gr = gc / a.col_units;
+    const int ct0 = static_cast<int>(gc - gr * a.col_units) * kP;  // first column tile
+    const int co0 = ct0 * kCols;                                   // within the group
     const float* wg = a.w + (gr * a.cout_g + co0) * std::int64_t{a.cin_g};
     if (gc != staged) {
-      bar_sync(1, kConsumers);  // the previous tiles are done with the planes
-      // Column scales: 4 threads per column (the first 8 warps), each a quarter of the channels.
-      if (tid < 4 * kCols) {
-        const int n = tid >> 2, part = tid & 3;
-        float m = 0.0f;
-        if (co0 + n < a.cout_g) {
-          for (int ci = part; ci < a.cin_g; ci += 4)
-            m = fmaxf(m, fabsf(__ldg(wg + n * a.cin_g + ci)));
-        }
-        m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 1));
-        m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 2));
-        float s, inv;
-        scale_of(m, s, inv);
-        if (part == 0) {
-          col_scale[n] = s;
-          col_inv[n] = inv;
-          col_bias[n] = a.bias != nullptr && co0 + n < a.cout_g
-                            ? __ldg(a.bias + gr * a.cout_g + co0 + n)
-                            : 0.0f;
-        }
+      bar_sync(1, kConsumers);  // the previous tiles are done with the scales
+      for (int n = tid; n < kP * kCols; n += kConsumers) {
+        col_inv[n] = a.wscale[(gr * a.col_tiles + ct0) * kCols + n];
+        col_bias[n] = a.bias != nullptr && co0 + n < a.cout_g
+                          ? __ldg(a.bias + gr * a.cout_g + co0 + n)
+                          : 0.0f;
       }
-      bar_sync(1, kConsumers);
-      const int depth = a.stages * kStageChannels;
-      for (int e = tid; e < depth * kCols; e += kConsumers) {
-        const int n = e / depth, r = e - n * depth, ci = pw_channel(r);
-        const float v =
-            co0 + n < a.cout_g && ci < a.cin_g ? __ldg(wg + n * a.cin_g + ci) * col_scale[n] : 0.0f;
-        const __half h = __float2half_rn(v);
-        const int o = half_plane_offset(r, n, kCols);
-        planes[o] = h;
-        planes[plane_halves + o] = __float2half_rn(v - __half2float(h));
-      }
-      fence_proxy_async();  // the planes are read by wgmma (the async proxy)
       bar_sync(1, kConsumers);
       staged = gc;
     }
@@ -219,12 +216,16 @@ __device__ __forceinline__ void consume(const PwArgs& a, const float* ring, __ha
       in[h] = f >= 0 && f < a.in_frames;
     }
 
-    float sum[32];
+    float sum[kP][32];
 #pragma unroll
-    for (int i = 0; i < 32; ++i) sum[i] = 0.0f;
+    for (int j = 0; j < kP; ++j) {
+#pragma unroll
+      for (int i = 0; i < 32; ++i) sum[j][i] = 0.0f;
+    }
     for (int st = 0; st < a.stages; ++st) {
       mbar_wait(full0 + 8 * slot, phase);
-      const float* stage = ring + slot * (kStageBytes / 4);
+      const float* stage = ring + slot * (kSlotBytes / 4);
+      const int used = slot;
       float v[2][2][2][2];  // [step t][e][c][h]: box 2t + e, line 2q + c, row row0 + 8h
 #pragma unroll
       for (int t = 0; t < 2; ++t) {
@@ -239,7 +240,6 @@ __device__ __forceinline__ void consume(const PwArgs& a, const float* ring, __ha
         }
       }
       __syncwarp();
-      if (lane == 0) mbar_arrive(empty0 + 8 * slot);  // the stage is read: hand it back
       if (++slot == a.ring) {
         slot = 0;
         phase ^= 1;
@@ -270,23 +270,31 @@ __device__ __forceinline__ void consume(const PwArgs& a, const float* ring, __ha
           split_f16(v[t][0][c][h] * s[h], v[t][1][c][h] * s[h], hi[t][i], lo[t][i]);
         }
       }
-      float acc[32];
-      const std::uint32_t step0 = static_cast<std::uint32_t>(st) * 2 * (kCols / 8) * 256;
-      wgmma_fence();
+      // Each column tile j: the stage's hi plane and the distance to its lo plane.
 #pragma unroll
-      for (int t = 0; t < 2; ++t) {
-        const std::uint32_t off = step0 + t * (kCols / 8) * 256;
-        wgmma_rs_f16(acc, hi[t], b_desc(hi_addr + off), t != 0);
-        wgmma_rs_f16(acc, lo[t], b_desc(hi_addr + off), 1);
-        wgmma_rs_f16(acc, hi[t], b_desc(lo_addr + off), 1);
+      for (int j = 0; j < kP; ++j) {
+        float acc[32];
+        const std::uint32_t w_hi = ring_addr + used * kSlotBytes + kStageBytes + j * kStageWBytes;
+        constexpr std::uint32_t w_lo = kStageWBytes / 2;
+        wgmma_fence();
+#pragma unroll
+        for (int t = 0; t < 2; ++t) {
+          const std::uint32_t off = w_hi + t * (kCols / 8) * 256;
+          wgmma_rs_f16(acc, hi[t], b_desc(off), t != 0);
+          wgmma_rs_f16(acc, lo[t], b_desc(off), 1);
+          wgmma_rs_f16(acc, hi[t], b_desc(off + w_lo), 1);
+        }
+        wgmma_commit();
+        wgmma_wait<0>();
+        pin_operands(hi, lo);
+        fence_operands(acc);
+        // Accumulator 4i + 2h + e: row row0 + 8h, column 8i + 2q + e.
+#pragma unroll
+        for (int i = 0; i < 32; ++i) sum[j][i] = fmaf(acc[i], inv[(i >> 1) & 1], sum[j][i]);
       }
-      wgmma_commit();
-      wgmma_wait<0>();
-      pin_operands(hi, lo);
-      fence_operands(acc);
-      // Accumulator 4j + 2h + e: row row0 + 8h, column 8j + 2q + e.
-#pragma unroll
-      for (int i = 0; i < 32; ++i) sum[i] = fmaf(acc[i], inv[(i >> 1) & 1], sum[i]);
+      // The wgmmas have read the stage's input and weights: hand the slot back.
+      __syncwarp();
+      if (lane == 0) mbar_arrive(empty0 + 8 * used);
     }
 
     // The epilogue: each store instruction writes 8 consecutive frames of 4 channels.
@@ -294,11 +302,12 @@ __device__ __forceinline__ void consume(const PwArgs& a, const float* ring, __ha
     float* const yb = a.y + b * a.y_bs + (gr * a.cout_g + co0) * a.y_cs;
     const float* const xb = a.x + b * a.x_bs + gr * a.cin_g * a.x_cs;
 #pragma unroll
-    for (int i = 0; i < 32; ++i) {
-      const int h = (i >> 1) & 1, n = 8 * (i >> 2) + 2 * q + (i & 1);
+    for (int k = 0; k < kP * 32; ++k) {
+      const int j = k / 32, i = k % 32;
+      const int h = (i >> 1) & 1, n = kCols * j + 8 * (i >> 2) + 2 * q + (i & 1);
       const std::int64_t t = t0 + 8 * h;
       if (co0 + n >= a.cout_g || t >= a.out_frames) continue;
-      float out = fmaf(sum[i], col_inv[n], col_bias[n]);
+      float out = fmaf(sum[j][i], col_inv[n], col_bias[n]);
       if (!isfinite(out)) {  // the direct formula gives PyTorch's NaN/Inf classes
         out = col_bias[n];
         const std::int64_t f = t - a.pad;
@@ -315,22 +324,20 @@ __device__ __forceinline__ void consume(const PwArgs& a, const float* ring, __ha
 
 #endif  // __CUDA_ARCH_FEAT_SM90_ALL
 
-template <int kWG>
-__global__ void __launch_bounds__(Geometry<kWG>::kThreads, 1)
+template <int kWG, int kP>
+__global__ void __launch_bounds__(Geometry<kWG>::template threads<kP>(), 1)
     conv1d_pointwise_wgmma_kernel(PwArgs a, const __grid_constant__ CUtensorMap x_map) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using G = Geometry<kWG>;
   constexpr int kRows = G::kRows, kConsumers = G::kConsumers;
-  constexpr int kBoxFloats = G::kBoxFloats, kStageBytes = G::kStageBytes;
+  constexpr int kStageBytes = G::kStageBytes;
   extern __shared__ __align__(128) float smem_raw[];
   const std::uint32_t base = smem_addr(smem_raw);
   const std::uint32_t stage0 = (base + 127) & ~127u;
   const float* ring = smem_raw + (stage0 - base) / 4;
-  const int plane_halves = a.stages * kStageChannels * kCols;
-  __half* const planes =
-      reinterpret_cast<__half*>(const_cast<float*>(ring) + a.ring * kBoxFloats * 4);
-  float* const col_scale = reinterpret_cast<float*>(planes + 2 * plane_halves);
-  const std::uint32_t full0 = smem_addr(col_scale + 3 * kCols), empty0 = full0 + 8 * a.ring;
+  constexpr int kSlotBytes = kStageBytes + kP * kStageWBytes;
+  float* const col_inv = const_cast<float*>(ring) + a.ring * (kSlotBytes / 4);
+  const std::uint32_t full0 = smem_addr(col_inv + 2 * kP * kCols), empty0 = full0 + 8 * a.ring;
   const int tid = threadIdx.x;
   if (tid == 0) {
     for (int s = 0; s < a.ring; ++s) {
@@ -340,18 +347,32 @@ __global__ void __launch_bounds__(Geometry<kWG>::kThreads, 1)
     mbar_fence_init();
   }
   __syncthreads();
-  if (tid == kConsumers) {  // the producer, one thread issuing
+  if (tid >= kConsumers) {
+    // No path from here reaches the consumers' code, which setmaxnreg would otherwise cap at the
+    // producer's count (log step 117).
+    if constexpr (kP == 2) {
+      asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(G::kProducerRegs) : "memory");
+    }
+    if (tid != kConsumers) return;
+    // The producer, one thread issuing.
     int slot = 0;
     std::uint32_t phase = 0;
     for (std::int64_t tile = blockIdx.x; tile < a.tiles; tile += gridDim.x) {
       const std::int64_t gc = tile % a.gc, rest = tile / a.gc;
       const std::int64_t rt = rest % a.row_tiles, b = rest / a.row_tiles;
-      const int gr = static_cast<int>(gc / a.col_tiles);
+      const int gr = static_cast<int>(gc / a.col_units);
+      const std::int64_t ct0 = (gc - std::int64_t{gr} * a.col_units) * kP;
       const std::int64_t qb = rt * kRows - a.pad;  // input frame of the tile's row 0
       for (int k = 0; k < a.stages; ++k) {
         mbar_wait(empty0 + 8 * slot, phase ^ 1);
-        const std::uint32_t full = full0 + 8 * slot, dst = stage0 + slot * kStageBytes;
-        mbar_expect(full, kStageBytes);
+        const std::uint32_t full = full0 + 8 * slot, dst = stage0 + slot * kSlotBytes;
+        mbar_expect(full, kSlotBytes);
+#pragma unroll
+        for (int j = 0; j < kP; ++j) {
+          const std::int64_t block = (std::int64_t{gr} * a.col_tiles + ct0 + j) * a.stages + k;
+          bulk_copy_counted(dst + kStageBytes + j * kStageWBytes,
+                            a.wplanes + block * (kStageWBytes / 2), kStageWBytes, full);
+        }
 #pragma unroll
         for (int u = 0; u < 4; ++u) {
           const int c0 = static_cast<int>(u * a.x_cs + qb);
@@ -364,16 +385,54 @@ __global__ void __launch_bounds__(Geometry<kWG>::kThreads, 1)
         }
       }
     }
+    return;
   }
-  if (tid < kConsumers) consume<kWG>(a, ring, planes, col_scale, full0, empty0);
+  if constexpr (kP == 2) {
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(G::kConsumerRegs) : "memory");
+  }
+  consume<kWG, kP>(a, ring, col_inv, full0, empty0);
 #endif
 }
 
-template <int kWG>
+// The weight planes: one warp per column of a (group, column tile), scaled by the power of two
+// that puts its largest magnitude in [2^14, 2^15), each stage's hi and lo planes a block of
+// kStageWBytes in the order the producer copies them.
+__global__ void pointwise_split_weights_kernel(PwArgs a, __half* planes, float* inv_scale) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  const int lane = threadIdx.x & 31;
+  const std::int64_t col = (std::int64_t{blockIdx.x} * blockDim.x + threadIdx.x) >> 5;
+  if (col >= a.groups * a.col_tiles * kCols) return;
+  const std::int64_t gc = col / kCols, gr = gc / a.col_tiles;
+  const int n = static_cast<int>(col % kCols);
+  const int co = static_cast<int>(gc - gr * a.col_tiles) * kCols + n;
+  const bool live = co < a.cout_g;
+  const float* wr = a.w + (gr * a.cout_g + co) * std::int64_t{a.cin_g};
+  float m = 0.0f;
+  if (live) {
+    for (int ci = lane; ci < a.cin_g; ci += 32) m = fmaxf(m, fabsf(__ldg(wr + ci)));
+  }
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
+  float sc, inv;
+  scale_of(m, sc, inv);
+  if (lane == 0) inv_scale[col] = inv;
+  for (int r = lane; r < a.stages * kStageChannels; r += 32) {
+    const int ci = pw_channel(r);
+    const float v = live && ci < a.cin_g ? __ldg(wr + ci) * sc : 0.0f;
+    const __half h = __float2half_rn(v);
+    __half* const block = planes + (gc * a.stages + r / kStageChannels) * (kStageWBytes / 2);
+    const int o = half_plane_offset(r % kStageChannels, n, kCols);
+    block[o] = h;
+    block[kStageWBytes / 4 + o] = __float2half_rn(v - __half2float(h));
+  }
+#endif
+}
+
+template <int kWG, int kP>
 bool kernel_ready() {
   static const bool ok = [] {
     const bool set =
-        cudaFuncSetAttribute(conv1d_pointwise_wgmma_kernel<kWG>,
+        cudaFuncSetAttribute(conv1d_pointwise_wgmma_kernel<kWG, kP>,
                              cudaFuncAttributeMaxDynamicSharedMemorySize, kMaxSmem) == cudaSuccess;
     if (!set) cudaGetLastError();
     return set;
@@ -389,6 +448,15 @@ int warpgroups() {
 int stage_bytes_of(int wg) {
   return wg == 2 ? Geometry<2>::kStageBytes : Geometry<3>::kStageBytes;
 }
+// Two column tiles per block tile, the input of a stage read once for both, where the group's
+// column tiles pair up (CONVBANK_CUDA_PW_WIDE=0: one, for A/B runs; read once).
+bool wide() {
+  static const bool off = env_off("CONVBANK_CUDA_PW_WIDE");
+  return !off;
+}
+int slot_bytes_of(int wg, int pairs) {
+  return stage_bytes_of(wg) + pairs * kStageWBytes;
+}
 int rows_of(int wg) {
   return 64 * wg;
 }
@@ -400,22 +468,30 @@ int stages_of(const Conv1dParams& p) {
   return static_cast<int>((p.in_channels / p.groups + kStageChannels - 1) / kStageChannels);
 }
 
-// Ring stages that fit beside the planes (at most kMaxStages), 0 if fewer than two.
-int ring_of(int stages, int wg) {
-  const std::size_t fixed = smem_bytes(stages, 0, 0);
-  if (fixed >= kMaxSmem) return 0;
-  const int fit = static_cast<int>((kMaxSmem - fixed) / (stage_bytes_of(wg) + 16));
-  return fit >= 2 ? std::min(fit, kMaxStages) : 0;
+// Ring stages that fit, at most kMaxStages (wg 3: 6 of one column tile, 5 of two; a ring
+// deeper than a tile's stages runs ahead into the block's next tile).
+int ring_of(int wg, int pairs) {
+  const std::size_t fixed = smem_bytes(0, 0, pairs);
+  const int fit = static_cast<int>((kMaxSmem - fixed) / (slot_bytes_of(wg, pairs) + 16));
+  return std::min(fit, kMaxStages);
 }
 
 // One block per multiprocessor; a whole number of (group, column tile) rounds where they fit,
-// so that each block keeps its weights.
+// so that each block keeps its columns' scales and bias.
 template <int kWG>
-void launch_with(const PwArgs& a, const CUtensorMap& map, std::size_t smem, cudaStream_t stream) {
+void launch_with(const PwArgs& a, const CUtensorMap& map, std::size_t smem, int pairs,
+                 cudaStream_t stream) {
+  using G = Geometry<kWG>;
   std::int64_t grid = std::min<std::int64_t>(a.tiles, num_sms());
   if (grid >= a.gc) grid = grid / a.gc * a.gc;
-  conv1d_pointwise_wgmma_kernel<kWG>
-      <<<grid_dim(grid, kMaxGridX), Geometry<kWG>::kThreads, smem, stream>>>(a, map);
+  const unsigned blocks = grid_dim(grid, kMaxGridX);
+  if (pairs == 2) {
+    conv1d_pointwise_wgmma_kernel<kWG, 2>
+        <<<blocks, G::template threads<2>(), smem, stream>>>(a, map);
+  } else {
+    conv1d_pointwise_wgmma_kernel<kWG, 1>
+        <<<blocks, G::template threads<1>(), smem, stream>>>(a, map);
+  }
 }
 
 // The input as (4 x x_cs frames, quad row, group, batch) in boxes of rows + 4 frames x 8 quad rows;
@@ -449,16 +525,19 @@ std::uint64_t pointwise_wgmma_launches() {
 
 bool conv1d_pointwise_wgmma_supported(const Conv1dParams& p) {
   const std::int64_t cin_g = p.in_channels / p.groups;
-  if (p.kernel_size != 1 || p.stride != 1 || cin_g % 4 != 0 || cin_g < 16 || cin_g > kMaxChannels ||
-      p.in_frames < 1) {
+  if (p.kernel_size != 1 || p.stride != 1 || cin_g % 4 != 0 || cin_g < 16 || p.in_frames < 1) {
     return false;
   }
   // K = 1 reads no padding except where the output runs past the input: zeros there, or the
   // dispatcher's edge pass for the other modes.
   if (p.padding_mode != PaddingMode::kZeros && (p.pad_left > 0 || p.pad_right > 0)) return false;
   const int wg = warpgroups();
-  return wgmma_available() && ring_of(stages_of(p), wg) > 0 &&
-         (wg == 2 ? kernel_ready<2>() : kernel_ready<3>());
+  const auto ready = [](auto g) {
+    constexpr int kWG = decltype(g)::value;
+    return kernel_ready<kWG, 1>() && kernel_ready<kWG, 2>();
+  };
+  return wgmma_available() && (wg == 2 ? ready(std::integral_constant<int, 2>{})
+                                       : ready(std::integral_constant<int, 3>{}));
 }
 
 // The tiles' work, for the dispatcher.
@@ -479,9 +558,11 @@ void launch_conv1d_pointwise_wgmma(const Conv1dParams& p, TensorView<const float
   const int wg = warpgroups();
   a.rows = rows_of(wg);
   a.stages = stages_of(p);
-  a.ring = ring_of(a.stages, wg);
   a.col_tiles = (a.cout_g + kCols - 1) / kCols;
-  a.gc = a.groups * a.col_tiles;
+  const int pairs = wide() && a.col_tiles % 2 == 0 ? 2 : 1;
+  a.ring = ring_of(wg, pairs);
+  a.col_units = a.col_tiles / pairs;
+  a.gc = a.groups * a.col_units;
   a.pad = p.pad_left;
   a.in_frames = p.in_frames;
   a.out_frames = p.out_frames;
@@ -499,13 +580,26 @@ void launch_conv1d_pointwise_wgmma(const Conv1dParams& p, TensorView<const float
     return;
   }
   g_launches.fetch_add(1, std::memory_order_relaxed);
-  const std::size_t smem = smem_bytes(a.stages, a.ring, stage_bytes_of(wg));
+  // Every column tile's planes: (group x column tile, stage) blocks, then the inverse scales.
+  const std::size_t tiles = static_cast<std::size_t>(a.groups) * a.col_tiles;
+  const std::size_t plane_bytes = tiles * static_cast<std::size_t>(a.stages) * kStageWBytes;
+  Workspace ws(plane_bytes + tiles * kCols * sizeof(float), stream, "pointwise weight planes");
+  auto* const planes = reinterpret_cast<__half*>(ws.floats());
+  float* const inv = ws.floats() + plane_bytes / sizeof(float);
+  a.wplanes = planes;
+  a.wscale = inv;
+  const std::int64_t threads = static_cast<std::int64_t>(tiles) * kCols * 32;
+  pointwise_split_weights_kernel<<<grid_dim((threads + 255) / 256, kMaxGridX), 256, 0, stream>>>(
+      a, planes, inv);
+  check_launch("pointwise_split_weights", p);
+  const std::size_t smem = smem_bytes(a.ring, slot_bytes_of(wg, pairs), pairs);
   if (wg == 2) {
-    launch_with<2>(a, map, smem, stream);
+    launch_with<2>(a, map, smem, pairs, stream);
   } else {
-    launch_with<3>(a, map, smem, stream);
+    launch_with<3>(a, map, smem, pairs, stream);
   }
   check_launch(name, p);
+  ws.free("pointwise weight planes");
 }
 
 }  // namespace convbank::detail::cuda

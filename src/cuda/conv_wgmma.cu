@@ -1475,54 +1475,6 @@ bool shape_fits(std::int64_t cin_g, std::int64_t cout_g, std::int64_t taps, std:
          kWgMaxSmem;
 }
 
-// A memory pool of our own for the weight planes, per device, that keeps what it has (the
-// default pool would hand memory back at every synchronization, and its settings belong to the
-// application).
-cudaMemPool_t workspace_pool() {
-  constexpr int kMaxDevices = 64;
-  static cudaMemPool_t pools[kMaxDevices] = {};
-  static std::once_flag once[kMaxDevices];
-  int device = 0;
-  check_cuda(cudaGetDevice(&device), "cudaGetDevice");
-  if (device < 0 || device >= kMaxDevices) throw Error("CUDA: device index out of range");
-  std::call_once(once[device], [device] {
-    cudaMemPoolProps props{};
-    props.allocType = cudaMemAllocationTypePinned;
-    props.location.type = cudaMemLocationTypeDevice;
-    props.location.id = device;
-    check_cuda(cudaMemPoolCreate(&pools[device], &props), "cudaMemPoolCreate");
-    std::uint64_t keep = ~std::uint64_t{0};
-    check_cuda(cudaMemPoolSetAttribute(pools[device], cudaMemPoolAttrReleaseThreshold, &keep),
-               "cudaMemPoolSetAttribute");
-  });
-  return pools[device];
-}
-
-// A stream-ordered workspace from convbank's pool, freed after the launches that use it were
-// queued (free()), or when one of them throws.
-class Workspace {
- public:
-  Workspace(std::size_t bytes, cudaStream_t stream, const char* what) : stream_(stream) {
-    const std::string call = std::string("cudaMallocFromPoolAsync (") + what + ")";
-    check_cuda(cudaMallocFromPoolAsync(&p_, bytes, workspace_pool(), stream), call.c_str());
-  }
-  Workspace(const Workspace&) = delete;
-  Workspace& operator=(const Workspace&) = delete;
-  Workspace(Workspace&& o) noexcept : p_(std::exchange(o.p_, nullptr)), stream_(o.stream_) {}
-  ~Workspace() {
-    if (p_ != nullptr && cudaFreeAsync(p_, stream_) != cudaSuccess) cudaGetLastError();
-  }
-  float* floats() const { return static_cast<float*>(p_); }
-  void free(const char* what) {
-    const std::string call = std::string("cudaFreeAsync (") + what + ")";
-    check_cuda(cudaFreeAsync(std::exchange(p_, nullptr), stream_), call.c_str());
-  }
-
- private:
-  void* p_ = nullptr;
-  cudaStream_t stream_;
-};
-
 // The weight planes (and the non-finite flag) in a stream-ordered workspace, split from a.w;
 // returns the workspace, which the caller frees after its launch.
 Workspace split_weights(WgArgs& a, int*& flag, cudaStream_t stream, const LaunchShape& shape) {
@@ -2459,6 +2411,29 @@ void launch_conv1d_s2d_wgmma(const Conv1dParams& p, TensorView<const float> x, c
                                    q.in_channels * pitch, pitch, Device::kCuda);
   launch_conv1d_wgmma_as(q, xv, wsp, bias, y, stream, name, p);
   ws.free("space-to-depth input and weights");
+}
+
+// A memory pool of our own for the weight planes, per device, that keeps what it has (the
+// default pool would hand memory back at every synchronization, and its settings belong to the
+// application).
+cudaMemPool_t workspace_pool() {
+  constexpr int kMaxDevices = 64;
+  static cudaMemPool_t pools[kMaxDevices] = {};
+  static std::once_flag once[kMaxDevices];
+  int device = 0;
+  check_cuda(cudaGetDevice(&device), "cudaGetDevice");
+  if (device < 0 || device >= kMaxDevices) throw Error("CUDA: device index out of range");
+  std::call_once(once[device], [device] {
+    cudaMemPoolProps props{};
+    props.allocType = cudaMemAllocationTypePinned;
+    props.location.type = cudaMemLocationTypeDevice;
+    props.location.id = device;
+    check_cuda(cudaMemPoolCreate(&pools[device], &props), "cudaMemPoolCreate");
+    std::uint64_t keep = ~std::uint64_t{0};
+    check_cuda(cudaMemPoolSetAttribute(pools[device], cudaMemPoolAttrReleaseThreshold, &keep),
+               "cudaMemPoolSetAttribute");
+  });
+  return pools[device];
 }
 
 }  // namespace convbank::detail::cuda

@@ -49,15 +49,21 @@ __device__ __forceinline__ void mbar_expect(std::uint32_t bar, std::uint32_t byt
   asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes)
                : "memory");
 }
-// Arms the barrier for `bytes` of copies and copies them (one thread).
-__device__ __forceinline__ void bulk_copy(std::uint32_t dst, const void* src, std::uint32_t bytes,
-                                          std::uint32_t bar) {
-  mbar_expect(bar, bytes);
+// Copies `bytes` (a multiple of 16, both ends 16-byte aligned), counted on `bar`, which the
+// caller has armed for them (one thread).
+__device__ __forceinline__ void bulk_copy_counted(std::uint32_t dst, const void* src,
+                                                  std::uint32_t bytes, std::uint32_t bar) {
   asm volatile(
       "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::
           "r"(dst),
       "l"(src), "r"(bytes), "r"(bar)
       : "memory");
+}
+// Arms the barrier for `bytes` of copies and copies them (one thread).
+__device__ __forceinline__ void bulk_copy(std::uint32_t dst, const void* src, std::uint32_t bytes,
+                                          std::uint32_t bar) {
+  mbar_expect(bar, bytes);
+  bulk_copy_counted(dst, src, bytes, bar);
 }
 // One arrival (a consumer handing a stage back).
 __device__ __forceinline__ void mbar_arrive(std::uint32_t bar) {
