@@ -293,6 +293,38 @@ __global__ void __launch_bounds__(256) store_local_probe(StoreArgs a) {
   }
 }
 
+// 16-byte stores, one tile of R rows x W frames per block in store_local_probe's order, the
+// tiles of a row laid on its 16-byte grid: a row's tile k covers frames A + k W .. A + (k + 1) W,
+// A (0-3) the row's first frame on a 16-byte boundary; lane l of a warp stores frames
+// 4 l .. 4 l + 3 of its 128 as one float4 (a warp 512 contiguous bytes). Tile 0 also writes the
+// row's A head frames, the last tile the tail that does not fill a float4, by 4-byte stores
+// (log step 121: does the misaligned 4-byte pattern, not the tile order, cost the gap to a flat
+// write?).
+template <int R, int W>
+__global__ void __launch_bounds__(256) store_local4_probe(StoreArgs a) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const long tiles = (a.frames + W - 1) / W + 1;  // one more: the grid's shift pushes frames on
+  const long rg = blockIdx.x / tiles;
+  const long k = blockIdx.x - rg * tiles;
+  for (int c = warp; c < R; c += 8) {
+    const long row = rg * R + c;
+    float* yr = a.y + row * a.frames;
+    const int head = static_cast<int>((4 - (row * a.frames) % 4) % 4);
+    const long t0 = head + k * W;
+    if (k == 0 && lane < head && lane < a.frames) yr[lane] = value(row, lane);
+#pragma unroll
+    for (int j = 0; j < W / 128; ++j) {
+      const long f = t0 + 128 * j + 4 * lane;
+      if (f + 3 < a.frames) {
+        *reinterpret_cast<float4*>(yr + f) =
+            make_float4(value(row, f), value(row, f + 1), value(row, f + 2), value(row, f + 3));
+      } else {
+        for (long g = f; g < min(f + 4, a.frames); ++g) yr[g] = value(row, g);
+      }
+    }
+  }
+}
+
 // ---- read -------------------------------------------------------------------------------------
 
 namespace cb = convbank::detail::cuda;
@@ -513,7 +545,9 @@ int main(int argc, char** argv) {
 
   // store: enc_tasnet's output.
   if (wanted("store")) {
-    const long rows = 16 * 512, frames = 16383, n = rows * frames;
+    // PROBE_FRAMES=16384: rows on 16-byte boundaries.
+    const char* pf = std::getenv("PROBE_FRAMES");
+    const long rows = 16 * 512, frames = pf != nullptr ? std::atol(pf) : 16383, n = rows * frames;
     float* y = nullptr;
     CHECK(cudaMalloc(&y, sizeof(float) * (n + 64)));
     const double bytes = double(n) * 4;
@@ -602,6 +636,26 @@ int main(int argc, char** argv) {
     local(integral_constant<int, 16>{}, integral_constant<int, 512>{});
     local(integral_constant<int, 8>{}, integral_constant<int, 1024>{});
     local(integral_constant<int, 8>{}, integral_constant<int, 128>{});
+    local(integral_constant<int, 32>{}, integral_constant<int, 1024>{});
+    // The same order with aligned 16-byte stores (store_local4_probe).
+    auto local4 = [&](auto r, auto w) {
+      constexpr int R = decltype(r)::value, W = decltype(w)::value;
+      const long blocks = rows / R * ((frames + W - 1) / W + 1);
+      auto run = [&] { store_local4_probe<R, W><<<blocks, 256>>>(la); };
+      const long bad = wrong_values(run);
+      const float ms = median_ms(run);
+      std::printf(
+          "| aligned float4, one %d x %d tile per block, frame tiles fastest (%ld blocks) | %.3f "
+          "| %.2f |%s\n",
+          R, W, blocks, ms, bytes / ms * 1e-9, bad ? " WRONG" : "");
+    };
+    local4(integral_constant<int, 32>{}, integral_constant<int, 1024>{});
+    local4(integral_constant<int, 32>{}, integral_constant<int, 512>{});
+    local4(integral_constant<int, 32>{}, integral_constant<int, 256>{});
+    local4(integral_constant<int, 16>{}, integral_constant<int, 512>{});
+    local4(integral_constant<int, 64>{}, integral_constant<int, 512>{});
+    local4(integral_constant<int, 8>{}, integral_constant<int, 1024>{});
+    local4(integral_constant<int, 8>{}, integral_constant<int, 128>{});
     CHECK(cudaFree(y));
   }
   return 0;
