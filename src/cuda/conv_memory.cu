@@ -448,9 +448,6 @@ struct LocArgs : EncoderArgs {
   // Windows inside their row staged by copy_phase_window_inside (CONVBANK_CUDA_ENC_LOCAL_INSIDE=0
   // for A/B runs: all by copy_phase_window).
   int inside;
-  // Stores of whole 128-byte lines (CONVBANK_CUDA_ENC_LOCAL_LINES=0 for A/B runs: each warp store
-  // writes the 32 frames of one lane step wherever they fall); see local_compute.
-  int lines;
 };
 
 struct LocTile {
@@ -501,14 +498,7 @@ __device__ __forceinline__ void local_stage(const LocArgs& a, std::uint32_t tile
 
 // One tile from its staged buffer: lane l of warp w computes frames w * 32 F + 32 j + l (j < F)
 // of every channel of the tile.
-// kLines: a row whose frames do not start on a 128-byte line (rows of odd length: each row starts
-// one word later in its line than the one before) would have every 32-frame store straddle two
-// lines, each written in two parts by two instructions; on the H200 that pattern writes
-// enc_tasnet's output in 0.143-0.154 ms against 0.122-0.130 with rows on line boundaries
-// (scripts/cuda_probes.cu store, log step 121). So the warp rotates its F values by the row's
-// offset s in its line (F shuffles) and stores F + 1 line-aligned runs: the first only in its
-// top s lanes, the last only in the others.
-template <int KT, int F, bool kWhole, bool kLines>
+template <int KT, int F, bool kWhole>
 __device__ __forceinline__ void local_compute(const LocArgs& a, std::uint32_t tile,
                                               const float* buf, const int* soff) {
   const LocTile t = local_tile_of(a, tile);
@@ -527,8 +517,6 @@ __device__ __forceinline__ void local_compute(const LocArgs& a, std::uint32_t ti
   const std::int64_t f0 = std::int64_t{t.tt} * a.frames + tl;
   float* yp =
       a.y + std::int64_t{t.b} * a.y_bs + (std::int64_t{t.g} * a.cout_g + t.o0) * a.y_cs + f0;
-  const int lane = threadIdx.x & 31;
-  const std::int64_t fw = f0 - lane;  // the warp's first frame
   const int rows = static_cast<int>(min(std::int64_t{a.C}, a.cout_g - t.o0));
 #pragma unroll 2
   for (int c = 0; c < rows; ++c) {
@@ -548,31 +536,10 @@ __device__ __forceinline__ void local_compute(const LocArgs& a, std::uint32_t ti
         acc[j] = fmaf(w4.w, xv[j][4 * k4 + 3], acc[j]);
       }
     }
-    if constexpr (kLines) {
-      // Frame fw + s starts a line; lane l's value in line j (frames fw + s + 32 j + l) is lane
-      // (l + s) % 32's value j, or j + 1 where l + s wraps.
-      const float* yw = yp - lane;
-      const int s = static_cast<int>(
-          (0u - static_cast<std::uint32_t>(reinterpret_cast<std::uintptr_t>(yw) >> 2)) & 31u);
-      const int src = (lane + s) & 31;
-      const bool wrap = lane + s >= 32;
-      float sh[F];
 #pragma unroll
-      for (int j = 0; j < F; ++j) sh[j] = __shfl_sync(0xffffffffu, acc[j], src);
-      float* yl = yp + s;  // line 0's frame for this lane
-      const std::int64_t fl = f0 + s;
-      if (wrap && (kWhole || fl - 32 < a.out_frames)) yl[-32] = sh[0];
-#pragma unroll
-      for (int j = 0; j < F - 1; ++j) {
-        if (kWhole || fl + 32 * j < a.out_frames) yl[32 * j] = wrap ? sh[j + 1] : sh[j];
-      }
-      if (!wrap && (kWhole || fl + 32 * (F - 1) < a.out_frames)) yl[32 * (F - 1)] = sh[F - 1];
-    } else {
-#pragma unroll
-      for (int j = 0; j < F; ++j) {
-        if (kWhole || f0 + 32 * j < a.out_frames) {
-          yp[32 * j] = acc[j];
-        }
+    for (int j = 0; j < F; ++j) {
+      if (kWhole || f0 + 32 * j < a.out_frames) {
+        yp[32 * j] = acc[j];
       }
     }
     yp += a.y_cs;
@@ -612,17 +579,10 @@ __global__ void __launch_bounds__(kLocThreads, local_min_blocks(KT* F))
     __syncthreads();
     const float* cur = buf0 + buf * a.buf;
     const std::uint32_t tt = tile - div_u32(tile, a.t_tiles32, a.t_magic) * a.t_tiles32;
-    const bool whole = (std::int64_t{tt} + 1) * a.frames <= a.out_frames;
-    if (a.lines) {
-      if (whole) {
-        local_compute<KT, F, true, true>(a, tile, cur, soff);
-      } else {
-        local_compute<KT, F, false, true>(a, tile, cur, soff);
-      }
-    } else if (whole) {
-      local_compute<KT, F, true, false>(a, tile, cur, soff);
+    if ((std::int64_t{tt} + 1) * a.frames <= a.out_frames) {
+      local_compute<KT, F, true>(a, tile, cur, soff);
     } else {
-      local_compute<KT, F, false, false>(a, tile, cur, soff);
+      local_compute<KT, F, false>(a, tile, cur, soff);
     }
     __syncthreads();  // this buffer is no longer read
   }
@@ -1166,8 +1126,6 @@ bool local_geometry(LocArgs& a, const Conv1dParams& p) {
   a.g_magic = div_magic(p.groups);
   static const bool inside_off = env_off("CONVBANK_CUDA_ENC_LOCAL_INSIDE");
   a.inside = inside_off ? 0 : 1;
-  static const bool lines_off = env_off("CONVBANK_CUDA_ENC_LOCAL_LINES");
-  a.lines = lines_off ? 0 : 1;
   return true;
 }
 
