@@ -13,7 +13,9 @@
 //          Also blocks of 8-64 rows whose warps split a row's frames (log step 99's probe): fewer
 //          rows written at a time, longer runs per row. And one tile of R rows x W frames per
 //          block, the blocks ordered with the frame tiles fastest, so that the blocks resident
-//          at a time write neighbouring rows (log step 102).
+//          at a time write neighbouring rows (log step 102), by 4-byte words or by float4 stores
+//          on each row's 16-byte grid (log step 121). PROBE_FRAMES=16384 writes rows that start
+//          on 128-byte lines instead.
 //   read   How fast does the copy engine read dec_tasnet's input (16 x 512 rows of 16383 floats)
 //          into a ring of stages, as the tensor-core decoder's producer does (bulk tensor copies
 //          of "quad rows", 4 channels 16-byte aligned together), with no consumer work: the
@@ -616,46 +618,45 @@ int main(int argc, char** argv) {
             rows_per_block, segs, blocks, ms, bytes / ms * 1e-9, bad ? " WRONG" : "");
       }
     }
-    // One tile per block, frame tiles fastest (store_local_probe).
+    // One tile per block, frame tiles fastest: 4-byte words (store_local_probe), or aligned
+    // 16-byte stores on each row's 16-byte grid (store_local4_probe, one more tile per row).
     const StoreArgs la{y, rows, frames, 0, 0};
-    auto local = [&](auto r, auto w) {
+    auto local = [&](auto r, auto w, auto vec) {
       constexpr int R = decltype(r)::value, W = decltype(w)::value;
-      const long blocks = rows / R * ((frames + W - 1) / W);
-      auto run = [&] { store_local_probe<R, W><<<blocks, 256>>>(la); };
+      constexpr bool kVec = decltype(vec)::value;
+      const long blocks = rows / R * ((frames + W - 1) / W + (kVec ? 1 : 0));
+      auto run = [&] {
+        if constexpr (kVec) {
+          store_local4_probe<R, W><<<blocks, 256>>>(la);
+        } else {
+          store_local_probe<R, W><<<blocks, 256>>>(la);
+        }
+      };
       const long bad = wrong_values(run);
       const float ms = median_ms(run);
       std::printf(
-          "| 4-byte words, one %d x %d tile per block, frame tiles fastest (%ld blocks) | %.3f "
+          "| %s, one %d x %d tile per block, frame tiles fastest (%ld blocks) | %.3f "
           "| %.2f |%s\n",
-          R, W, blocks, ms, bytes / ms * 1e-9, bad ? " WRONG" : "");
+          kVec ? "aligned float4" : "4-byte words", R, W, blocks, ms, bytes / ms * 1e-9,
+          bad ? " WRONG" : "");
     };
     using std::integral_constant;
-    local(integral_constant<int, 64>{}, integral_constant<int, 128>{});
-    local(integral_constant<int, 64>{}, integral_constant<int, 256>{});
-    local(integral_constant<int, 32>{}, integral_constant<int, 256>{});
-    local(integral_constant<int, 16>{}, integral_constant<int, 512>{});
-    local(integral_constant<int, 8>{}, integral_constant<int, 1024>{});
-    local(integral_constant<int, 8>{}, integral_constant<int, 128>{});
-    local(integral_constant<int, 32>{}, integral_constant<int, 1024>{});
-    // The same order with aligned 16-byte stores (store_local4_probe).
-    auto local4 = [&](auto r, auto w) {
-      constexpr int R = decltype(r)::value, W = decltype(w)::value;
-      const long blocks = rows / R * ((frames + W - 1) / W + 1);
-      auto run = [&] { store_local4_probe<R, W><<<blocks, 256>>>(la); };
-      const long bad = wrong_values(run);
-      const float ms = median_ms(run);
-      std::printf(
-          "| aligned float4, one %d x %d tile per block, frame tiles fastest (%ld blocks) | %.3f "
-          "| %.2f |%s\n",
-          R, W, blocks, ms, bytes / ms * 1e-9, bad ? " WRONG" : "");
-    };
-    local4(integral_constant<int, 32>{}, integral_constant<int, 1024>{});
-    local4(integral_constant<int, 32>{}, integral_constant<int, 512>{});
-    local4(integral_constant<int, 32>{}, integral_constant<int, 256>{});
-    local4(integral_constant<int, 16>{}, integral_constant<int, 512>{});
-    local4(integral_constant<int, 64>{}, integral_constant<int, 512>{});
-    local4(integral_constant<int, 8>{}, integral_constant<int, 1024>{});
-    local4(integral_constant<int, 8>{}, integral_constant<int, 128>{});
+    using Words = std::false_type;
+    using Float4 = std::true_type;
+    local(integral_constant<int, 64>{}, integral_constant<int, 128>{}, Words{});
+    local(integral_constant<int, 64>{}, integral_constant<int, 256>{}, Words{});
+    local(integral_constant<int, 32>{}, integral_constant<int, 256>{}, Words{});
+    local(integral_constant<int, 16>{}, integral_constant<int, 512>{}, Words{});
+    local(integral_constant<int, 8>{}, integral_constant<int, 1024>{}, Words{});
+    local(integral_constant<int, 8>{}, integral_constant<int, 128>{}, Words{});
+    local(integral_constant<int, 32>{}, integral_constant<int, 1024>{}, Words{});
+    local(integral_constant<int, 32>{}, integral_constant<int, 1024>{}, Float4{});
+    local(integral_constant<int, 32>{}, integral_constant<int, 512>{}, Float4{});
+    local(integral_constant<int, 32>{}, integral_constant<int, 256>{}, Float4{});
+    local(integral_constant<int, 16>{}, integral_constant<int, 512>{}, Float4{});
+    local(integral_constant<int, 64>{}, integral_constant<int, 512>{}, Float4{});
+    local(integral_constant<int, 8>{}, integral_constant<int, 1024>{}, Float4{});
+    local(integral_constant<int, 8>{}, integral_constant<int, 128>{}, Float4{});
     CHECK(cudaFree(y));
   }
   return 0;
