@@ -133,8 +133,10 @@ if has bench && [ -x "$BUILD/apps/bench_cuda/convbank-bench-cuda" ]; then
     # One-channel encoders: the dispatcher's default, conv1d_encoder_ffma instead of the
     # local-order encoder, the tensor-core encoder everywhere and nowhere, and the local-order
     # encoder with every window staged by the generic copy (CONVBANK_CUDA_ENC_LOCAL_INSIDE=0);
-    # default again.
-    enc_shapes="--shape 16,1,512,131072,16,8,0,1,1 --shape 8,1,512,160003,20,10,0,1,1
+    # default again. The second shape is enc_tasnet on rows of 16384 frames, each starting on a
+    # 128-byte line (log step 122).
+    enc_shapes="--shape 16,1,512,131072,16,8,0,1,1 --shape 16,1,512,131080,16,8,0,1,1
+      --shape 8,1,512,160003,20,10,0,1,1
       --shape 4,1,1024,131072,16,8,0,1,1 --shape 8,1,128,131072,3,1,0,1,1
       --shape 16,1,256,131072,32,16,0,1,1 --shape 16,1,64,131071,16,8,3,1,1
       --shape 8,1,512,131072,12,6,0,1,1 --shape 4,1,64,65536,5,1,2,1,1
@@ -147,15 +149,16 @@ if has bench && [ -x "$BUILD/apps/bench_cuda/convbank-bench-cuda" ]; then
         "$BUILD/apps/bench_cuda/convbank-bench-cuda" --no-cudnn --op conv1d $enc_shapes 2>/dev/null |
         grep -E '^\| custom' >>"$OUT/bench.md"
     done
-    # Pointwise layers on the pointwise tensor-core kernel (3 or 2 consumer warpgroups) and on
-    # the shared-memory-operand kernel (CONVBANK_CUDA_PW=0), two rounds.
+    # Pointwise layers on the pointwise tensor-core kernel (two column tiles per block tile where
+    # they pair up, or one: CONVBANK_CUDA_PW_WIDE=0) and on the shared-memory-operand kernel
+    # (CONVBANK_CUDA_PW=0), two rounds.
     pw_shapes="--shape 16,512,128,16384,1,1,0,1,1 --shape 16,512,128,16383,1,1,0,1,1
       --shape 4,512,512,16384,1,1,0,1,1 --shape 2,384,384,8192,1,1,0,1,1
       --shape 16,512,100,16384,1,1,0,1,1 --shape 8,128,64,65536,1,1,0,1,1
       --shape 8,256,256,16384,1,1,0,1,1 --shape 16,64,256,16384,1,1,0,1,1
       --shape 16,256,64,16384,1,1,0,1,1 --shape 8,512,256,8192,1,1,0,1,1"
     for round in 1 2; do
-      for v in CONVBANK_CUDA_PW=1 CONVBANK_CUDA_PW=1,CONVBANK_CUDA_PW_WG=2 CONVBANK_CUDA_PW=0 \
+      for v in CONVBANK_CUDA_PW=1 CONVBANK_CUDA_PW=1,CONVBANK_CUDA_PW_WIDE=0 CONVBANK_CUDA_PW=0 \
         CONVBANK_AB=default; do
         echo "## pointwise, $v, round $round" >>"$OUT/bench.md"
         # shellcheck disable=SC2086
