@@ -28,8 +28,8 @@
 //     workspace, each column scaled by its own power of two (undone in the epilogue with the
 //     bias). Each stage's planes (8 KB per column tile) come into the ring slot with its input,
 //     so that no plane is resident: the ring then holds 6 stages (150 KB of input in flight per
-//     multiprocessor, against 100 KB beside 128 KB of resident planes, 24 % faster on
-//     tcn_pointwise; log step 120) and any number of input channels fits.
+//     multiprocessor, against 100 KB beside 128 KB of resident planes: 1-3 % faster on the
+//     pointwise rows of log step 120) and any number of input channels fits.
 //   Two column tiles per block tile (kP = 2) where a group's column tiles pair up: each stage's
 //     input is copied and split once for 128 output channels (tcn_pointwise 0.29 against 0.36
 //     ms with one; log step 120).
