@@ -1789,7 +1789,7 @@ TEST_CASE("cuda:sanitize pointwise tensor-core kernel against the float64 oracle
   // tiles change (group, column tile) stage other weights.
   conv({.in_channels = 128, .out_channels = 256, .kernel_size = 1, .groups = 2}, 2, 1000, false);
   conv({.in_channels = 64, .out_channels = 256, .kernel_size = 1}, 1, 2000, false);
-  // 20 stages of streamed weights (more input channels than 128 KB of resident planes held).
+  // 20 stages of streamed weights: more input channels than shared memory could hold planes for.
   conv({.in_channels = 640, .out_channels = 96, .kernel_size = 1}, 1, 1500, false);
   conv({.in_channels = 96, .out_channels = 64, .kernel_size = 1, .padding = 130}, 1, 500, false);
   conv({.in_channels = 64,

@@ -46,10 +46,8 @@
 
 #include <algorithm>
 #include <atomic>
-#include <mutex>
 #include <string>
 #include <type_traits>
-#include <utility>
 
 #include "cuda/conv_common.cuh"
 #include "cuda/cp_async.cuh"
@@ -2411,29 +2409,6 @@ void launch_conv1d_s2d_wgmma(const Conv1dParams& p, TensorView<const float> x, c
                                    q.in_channels * pitch, pitch, Device::kCuda);
   launch_conv1d_wgmma_as(q, xv, wsp, bias, y, stream, name, p);
   ws.free("space-to-depth input and weights");
-}
-
-// A memory pool of our own for the weight planes, per device, that keeps what it has (the
-// default pool would hand memory back at every synchronization, and its settings belong to the
-// application).
-cudaMemPool_t workspace_pool() {
-  constexpr int kMaxDevices = 64;
-  static cudaMemPool_t pools[kMaxDevices] = {};
-  static std::once_flag once[kMaxDevices];
-  int device = 0;
-  check_cuda(cudaGetDevice(&device), "cudaGetDevice");
-  if (device < 0 || device >= kMaxDevices) throw Error("CUDA: device index out of range");
-  std::call_once(once[device], [device] {
-    cudaMemPoolProps props{};
-    props.allocType = cudaMemAllocationTypePinned;
-    props.location.type = cudaMemLocationTypeDevice;
-    props.location.id = device;
-    check_cuda(cudaMemPoolCreate(&pools[device], &props), "cudaMemPoolCreate");
-    std::uint64_t keep = ~std::uint64_t{0};
-    check_cuda(cudaMemPoolSetAttribute(pools[device], cudaMemPoolAttrReleaseThreshold, &keep),
-               "cudaMemPoolSetAttribute");
-  });
-  return pools[device];
 }
 
 }  // namespace convbank::detail::cuda

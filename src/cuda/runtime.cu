@@ -2,6 +2,8 @@
 // conv_dispatch.cu (host dispatch) and conv_*.cu (kernels).
 #include <cuda_runtime.h>
 
+#include <cstdint>
+#include <mutex>
 #include <string>
 
 #include "convbank/error.hpp"
@@ -31,6 +33,30 @@ cudaMemcpyKind to_cuda(CopyKind kind) {
 }
 
 }  // namespace
+
+// A memory pool of our own for the kernels' stream-ordered workspaces (Workspace in
+// conv_common.cuh: split weight planes and the like), per device, that keeps what it has (the
+// default pool would hand memory back at every synchronization, and its settings belong to the
+// application).
+cudaMemPool_t workspace_pool() {
+  constexpr int kMaxDevices = 64;
+  static cudaMemPool_t pools[kMaxDevices] = {};
+  static std::once_flag once[kMaxDevices];
+  int device = 0;
+  check(cudaGetDevice(&device), "cudaGetDevice");
+  if (device < 0 || device >= kMaxDevices) throw Error("CUDA: device index out of range");
+  std::call_once(once[device], [device] {
+    cudaMemPoolProps props{};
+    props.allocType = cudaMemAllocationTypePinned;
+    props.location.type = cudaMemLocationTypeDevice;
+    props.location.id = device;
+    check(cudaMemPoolCreate(&pools[device], &props), "cudaMemPoolCreate");
+    std::uint64_t keep = ~std::uint64_t{0};
+    check(cudaMemPoolSetAttribute(pools[device], cudaMemPoolAttrReleaseThreshold, &keep),
+          "cudaMemPoolSetAttribute");
+  });
+  return pools[device];
+}
 
 bool built() {
   return true;
