@@ -18,6 +18,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <type_traits>
 #include <vector>
 
@@ -1702,9 +1703,28 @@ TEST_CASE("cuda:sanitize local-order encoder on every tile against the float64 o
     cc::set_encoder_local_tile(channels, lanes);
     for_each_encoder_layer(conv);
   }
+  // Channel tiles whose rows share their offset within 8 or 32 floats, each tile's frames
+  // shifted to start on it (odd rows: channels 8 or 32 apart; even ones fewer apart).
+  struct AlignScope {
+    int before = cc::set_encoder_local_align(0);
+    ~AlignScope() { cc::set_encoder_local_align(before); }
+  } align_scope;
+  const std::uint64_t aligned_before = cc::encoder_local_aligned_launches();
+  for (const auto& [align, channels, lanes] : {std::tuple{8, 32, 4}, {32, 16, 4}, {8, 16, 2}}) {
+    CAPTURE(align);
+    CAPTURE(channels);
+    CAPTURE(lanes);
+    cc::set_encoder_local_align(align);
+    cc::set_encoder_local_tile(channels, lanes);
+    for_each_encoder_layer(conv);
+  }
   MESSAGE("local-order encoder: ", launches, " launches, worst ", stats.worst, " at ",
           stats.worst_config);
-  CHECK(launches == 75);
+  CHECK(launches == 120);
+  // Aligned where a class holds 16 channels: at least the 512-output layer in each round.
+  const std::uint64_t aligned = cc::encoder_local_aligned_launches() - aligned_before;
+  MESSAGE("local-order encoder: ", aligned, " launches on aligned channel tiles");
+  CHECK(aligned >= 3);
   CHECK(stats.worst <= kTolerance);
 }
 

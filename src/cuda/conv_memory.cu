@@ -22,6 +22,7 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -436,8 +437,13 @@ constexpr int kLocSmemFloats = 24576;
 
 struct LocArgs : EncoderArgs {
   int dilation;
-  int C;          // channels per tile, a multiple of 4
-  int frames;     // frames per tile, 256 x F
+  int C;       // channels per tile, a multiple of 4
+  int frames;  // frames per tile, 256 x F
+  // A tile's channels are `period` apart (a power of two, log2 in period_log2), so that the rows
+  // of a tile start at the same offset within `align` floats (a power of two; 1: no alignment);
+  // its frames then start `s` before a multiple of `frames`, s the rows' offset, so that every
+  // 32-frame store of a warp fills one aligned run of the output (see local_geometry).
+  int period_log2, align;
   int window;     // input positions a tile reads
   int phase_len;  // words per phase row of a staged window
   int buf;        // floats per buffer: weights [C][KT], bias [C], window [stride][phase_len]
@@ -452,18 +458,35 @@ struct LocArgs : EncoderArgs {
 
 struct LocTile {
   std::uint32_t tt, g, b;
-  std::int64_t o0;  // first channel of the tile, in its group
+  std::int64_t o0;  // first channel of the tile, in its group (the others period apart)
+  std::int64_t f0;  // first frame of the tile: tt frames - s
+  float* y;         // the output row of channel o0
 };
 
+// Channel tile ct holds channels cl + period (sub C + i), i < C: class cl = ct % period and its
+// sub-tile ct / period (neighbouring tiles write neighbouring rows).
 __device__ __forceinline__ LocTile local_tile_of(const LocArgs& a, std::uint32_t tile) {
   LocTile t;
   const std::uint32_t r1 = div_u32(tile, a.t_tiles32, a.t_magic);
   t.tt = tile - r1 * a.t_tiles32;
   const std::uint32_t r2 = div_u32(r1, a.c_tiles32, a.c_magic);
-  t.o0 = std::int64_t{r1 - r2 * a.c_tiles32} * a.C;
+  const std::uint32_t ct = r1 - r2 * a.c_tiles32;
+  const std::uint32_t cl = ct & ((1u << a.period_log2) - 1u), sub = ct >> a.period_log2;
+  t.o0 = cl + (std::int64_t{sub} * a.C << a.period_log2);
   t.b = div_u32(r2, a.groups32, a.g_magic);
   t.g = r2 - t.b * a.groups32;
+  t.y = a.y + std::int64_t{t.b} * a.y_bs + (std::int64_t{t.g} * a.cout_g + t.o0) * a.y_cs;
+  const int s = static_cast<int>((reinterpret_cast<std::uintptr_t>(t.y) >> 2) & (a.align - 1));
+  t.f0 = std::int64_t{t.tt} * a.frames - s;
   return t;
+}
+
+// Channels of the tile that exist (its last class sub-tile may be short).
+__device__ __forceinline__ int local_rows(const LocArgs& a, const LocTile& t) {
+  const std::int64_t left = a.cout_g - t.o0;
+  if (left <= 0) return 0;
+  return static_cast<int>(
+      min(std::int64_t{a.C}, (left + (1 << a.period_log2) - 1) >> a.period_log2));
 }
 
 // Issues the copies of a tile's weights, bias and input window (split into `stride` phase rows,
@@ -476,18 +499,20 @@ __device__ __forceinline__ void local_stage(const LocArgs& a, std::uint32_t tile
   float* sb = sw + a.C * KT;
   float* sx = sb + a.C;
   const std::int64_t oc0 = std::int64_t{t.g} * a.cout_g + t.o0;
+  const int rows = local_rows(a, t);
   for (int i = threadIdx.x; i < a.C * KT; i += kLocThreads) {
     const int c = i / KT;
     const int k = i - c * KT;
-    const bool ok = k < a.K && t.o0 + c < a.cout_g;
-    cp_async4(smem_addr(sw + i), ok ? a.w + (oc0 + c) * a.K + k : a.w, ok);
+    const bool ok = k < a.K && c < rows;
+    cp_async4(smem_addr(sw + i),
+              ok ? a.w + (oc0 + (std::int64_t{c} << a.period_log2)) * a.K + k : a.w, ok);
   }
   for (int c = threadIdx.x; c < a.C; c += kLocThreads) {
-    const bool ok = a.bias != nullptr && t.o0 + c < a.cout_g;
-    cp_async4(smem_addr(sb + c), ok ? a.bias + oc0 + c : a.w, ok);
+    const bool ok = a.bias != nullptr && c < rows;
+    cp_async4(smem_addr(sb + c), ok ? a.bias + oc0 + (std::int64_t{c} << a.period_log2) : a.w, ok);
   }
   const float* xrow = a.x + std::int64_t{t.b} * a.x_bs + std::int64_t{t.g} * a.x_cs;
-  const std::int64_t pos0 = std::int64_t{t.tt} * a.frames * a.stride - a.pad;
+  const std::int64_t pos0 = t.f0 * a.stride - a.pad;
   if (a.inside && pos0 >= 0 && pos0 + a.window <= a.in_frames) {
     copy_phase_window_inside<kLocThreads>(a, xrow + pos0, a.window, a.phase_len, sx, threadIdx.x);
   } else {
@@ -499,9 +524,8 @@ __device__ __forceinline__ void local_stage(const LocArgs& a, std::uint32_t tile
 // One tile from its staged buffer: lane l of warp w computes frames w * 32 F + 32 j + l (j < F)
 // of every channel of the tile.
 template <int KT, int F, bool kWhole>
-__device__ __forceinline__ void local_compute(const LocArgs& a, std::uint32_t tile,
-                                              const float* buf, const int* soff) {
-  const LocTile t = local_tile_of(a, tile);
+__device__ __forceinline__ void local_compute(const LocArgs& a, const LocTile& t, const float* buf,
+                                              const int* soff) {
   const float* sw = buf;
   const float* sb = sw + a.C * KT;
   const float* sx = sb + a.C;
@@ -514,10 +538,15 @@ __device__ __forceinline__ void local_compute(const LocArgs& a, std::uint32_t ti
 #pragma unroll
     for (int j = 0; j < F; ++j) xv[j][k] = k < a.K ? sx[off + 32 * j] : 0.0f;
   }
-  const std::int64_t f0 = std::int64_t{t.tt} * a.frames + tl;
-  float* yp =
-      a.y + std::int64_t{t.b} * a.y_bs + (std::int64_t{t.g} * a.cout_g + t.o0) * a.y_cs + f0;
-  const int rows = static_cast<int>(min(std::int64_t{a.C}, a.cout_g - t.o0));
+  const std::int64_t f0 = t.f0 + tl;
+  if (!kWhole) {
+    // A warp whose frames all lie outside the row (the aligned tiles' extra tile) has no work.
+    const std::int64_t fw = f0 - (threadIdx.x & 31);
+    if (fw + 32 * F <= 0 || fw >= a.out_frames) return;
+  }
+  float* yp = t.y + f0;
+  const std::int64_t row_step = a.y_cs << a.period_log2;
+  const int rows = local_rows(a, t);
 #pragma unroll 2
   for (int c = 0; c < rows; ++c) {
     float acc[F];
@@ -538,11 +567,12 @@ __device__ __forceinline__ void local_compute(const LocArgs& a, std::uint32_t ti
     }
 #pragma unroll
     for (int j = 0; j < F; ++j) {
-      if (kWhole || f0 + 32 * j < a.out_frames) {
+      if (kWhole ||
+          static_cast<std::uint64_t>(f0 + 32 * j) < static_cast<std::uint64_t>(a.out_frames)) {
         yp[32 * j] = acc[j];
       }
     }
-    yp += a.y_cs;
+    yp += row_step;
   }
 }
 
@@ -578,11 +608,11 @@ __global__ void __launch_bounds__(kLocThreads, local_min_blocks(KT* F))
     }
     __syncthreads();
     const float* cur = buf0 + buf * a.buf;
-    const std::uint32_t tt = tile - div_u32(tile, a.t_tiles32, a.t_magic) * a.t_tiles32;
-    if ((std::int64_t{tt} + 1) * a.frames <= a.out_frames) {
-      local_compute<KT, F, true>(a, tile, cur, soff);
+    const LocTile t = local_tile_of(a, tile);
+    if (t.f0 >= 0 && t.f0 + a.frames <= a.out_frames) {
+      local_compute<KT, F, true>(a, t, cur, soff);
     } else {
-      local_compute<KT, F, false>(a, tile, cur, soff);
+      local_compute<KT, F, false>(a, t, cur, soff);
     }
     __syncthreads();  // this buffer is no longer read
   }
@@ -1075,33 +1105,49 @@ namespace {
 // frames per lane.
 std::atomic<int> g_local_c{env_int("CONVBANK_CUDA_ENC_LOCAL_C")};
 std::atomic<int> g_local_f{env_int("CONVBANK_CUDA_ENC_LOCAL_F")};
+// Alignment of the tiles' rows in floats (a power of two up to 32; 0 or 1: none), read once
+// from CONVBANK_CUDA_ENC_LOCAL_ALIGN.
+std::atomic<int> g_local_align{env_int("CONVBANK_CUDA_ENC_LOCAL_ALIGN")};
+std::atomic<std::uint64_t> g_local_aligned_launches{0};
 
 // Taps held in registers: K rounded up to a multiple of 4 (the weights are read as float4).
 int local_taps(std::int64_t k) {
   return static_cast<int>((k + 3) / 4 * 4);
 }
 
-// The geometry of a launch (no views); false where the layer does not fit the kernel.
+// The geometry of a launch (with the views set by set_encoder_args, or none: a contiguous
+// output); false where the layer does not fit the kernel.
 bool local_geometry(LocArgs& a, const Conv1dParams& p) {
   // No wider than the group's channels (rounded up to 4): a tile's rows past them would be idle.
   // 0 (unset): the tile measured fastest for the taps, 32 x 1024 up to 16 taps, 64 x 512 above.
   const int set_c = g_local_c.load(std::memory_order_relaxed);
   const int set_f = g_local_f.load(std::memory_order_relaxed);
+  // Rows whose starts lie at the same offset within `align` floats: channels `period` apart,
+  // period = align / gcd(y_cs mod align, align) (the output's channel stride, or a contiguous
+  // one's where no view is given). Aligned only where a tile still gets 16 channels.
+  const std::int64_t cout_g = p.out_channels / p.groups;
+  int align = std::clamp(g_local_align.load(std::memory_order_relaxed), 1, 32);
+  while ((align & (align - 1)) != 0) align &= align - 1;
+  const std::int64_t y_cs = a.y_cs != 0 ? a.y_cs : p.out_frames;
+  int period = 1;
+  while ((y_cs % align + align) * period % align != 0) period *= 2;
+  if (cout_g / period < 16) align = period = 1;
+  const std::int64_t class_rows = (cout_g + period - 1) / period;
   const std::int64_t want_c = std::min<std::int64_t>(set_c > 0 ? std::clamp(set_c, 4, 256)
                                                      : p.kernel_size <= 16 ? 32
                                                                            : 64,
-                                                     p.out_channels / p.groups);
+                                                     class_rows);
   const int C = static_cast<int>((want_c + 3) / 4 * 4);
   const int want_f = set_f > 0 ? set_f : 4;
   // Four frames per lane only with 16 taps or fewer (64 registers of window).
   const int F = want_f >= 4 && p.kernel_size <= 16 ? 4 : want_f >= 2 ? 2 : 1;
   if (p.in_channels != p.groups || p.kernel_size > kLocMaxTaps) return false;
-  const std::int64_t cout_g = p.out_channels / p.groups;
   const std::int64_t frames = 256LL * F;
   const std::int64_t window = (frames - 1) * p.stride + (p.kernel_size - 1) * p.dilation + 1;
   const std::int64_t phase_len = phase_row_words(window, p.stride);
-  const std::int64_t t_tiles = (p.out_frames + frames - 1) / frames;
-  const std::int64_t c_tiles = (cout_g + C - 1) / C;
+  // Shifted tiles reach up to align - 1 frames past the row's end.
+  const std::int64_t t_tiles = (p.out_frames + align - 1 + frames - 1) / frames;
+  const std::int64_t c_tiles = period * ((class_rows + C - 1) / C);
   const std::int64_t n_tiles = t_tiles * c_tiles * p.groups * p.batch;
   const int kt = local_taps(p.kernel_size);
   const std::int64_t buf = (C * kt + C + p.stride * phase_len + 3) / 4 * 4;
@@ -1113,6 +1159,8 @@ bool local_geometry(LocArgs& a, const Conv1dParams& p) {
   a.c_tiles = c_tiles;
   a.dilation = static_cast<int>(p.dilation);
   a.C = C;
+  a.period_log2 = std::countr_zero(static_cast<unsigned>(period));
+  a.align = align;
   a.frames = static_cast<int>(frames);
   a.window = static_cast<int>(window);
   a.phase_len = static_cast<int>(phase_len);
@@ -1180,6 +1228,14 @@ std::pair<int, int> set_encoder_local_tile(int channels, int frames_per_lane) {
           g_local_f.exchange(frames_per_lane, std::memory_order_relaxed)};
 }
 
+int set_encoder_local_align(int floats) {
+  return g_local_align.exchange(floats, std::memory_order_relaxed);
+}
+
+std::uint64_t encoder_local_aligned_launches() {
+  return g_local_aligned_launches.load(std::memory_order_relaxed);
+}
+
 void launch_conv1d_encoder_local(const Conv1dParams& p, TensorView<const float> x, const float* w,
                                  const float* bias, TensorView<float> y, cudaStream_t stream,
                                  const char* name) {
@@ -1191,6 +1247,7 @@ void launch_conv1d_encoder_local(const Conv1dParams& p, TensorView<const float> 
   if (a.n_tiles == 0) return;
   const int kt = local_taps(p.kernel_size);
   const std::size_t smem = sizeof(float) * static_cast<std::size_t>(kt + 2 * a.buf);
+  if (a.align > 1) g_local_aligned_launches.fetch_add(1, std::memory_order_relaxed);
   launch_local_taps(a, kt, smem, stream);
   check_launch(name, p);
 }

@@ -39,6 +39,11 @@ WgmmaPolicy encoder_aligned_policy();
 void set_encoder_local_policy(WgmmaPolicy policy);
 WgmmaPolicy encoder_local_policy();
 std::pair<int, int> set_encoder_local_tile(int channels, int frames_per_lane);
+// The local-order encoder's row alignment in floats (1, 8, 16 or 32; 0 or 1: none;
+// CONVBANK_CUDA_ENC_LOCAL_ALIGN sets the start value). Returns the value set before.
+int set_encoder_local_align(int floats);
+// Launches of the local-order encoder with aligned channel tiles so far (the tests count them).
+std::uint64_t encoder_local_aligned_launches();
 // The same for the tensor-core encoder (conv1d_encoder_wgmma_3xtf32; CONVBANK_CUDA_ENC_WGMMA=0|1),
 // and its channels per item for the tests: a power of two times 64, at most what a block's
 // weights hold (0: 256; CONVBANK_CUDA_ENC_WGMMA_CH sets the start value). Returns the value set

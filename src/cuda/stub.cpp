@@ -89,6 +89,12 @@ WgmmaPolicy encoder_local_policy() {
 std::pair<int, int> set_encoder_local_tile(int, int) {
   return {0, 0};
 }
+int set_encoder_local_align(int) {
+  return 0;
+}
+std::uint64_t encoder_local_aligned_launches() {
+  return 0;
+}
 WgmmaPolicy wgmma_policy() {
   return WgmmaPolicy::kNever;
 }
