@@ -48,5 +48,7 @@ args=(--no-cudnn --runs 30 --workload dec_tasnet --workload x_dec_pow2 --op conv
   --shape 16,512,1,20000,16,8,0,1,1 --shape 16,512,2,16383,8,4,0,1,1 --shape 8,256,1,40000,16,8,0,1,1)
 variants=()
 for pf in $PREFETCHES; do variants+=("p$pf:CONVBANK_CUDA_DECODER_PREFETCH=$pf"); done
+# 128-row tiles (more stages fit in the ring) without and with a prefetch.
+variants+=("narrow-p0:CONVBANK_CUDA_DECODER_WIDE=0" "narrow-p4:CONVBANK_CUDA_DECODER_WIDE=0,CONVBANK_CUDA_DECODER_PREFETCH=4")
 ab_rounds "decoders, L2 prefetch" conv_transpose1d_decoder_ "${args[@]}"
 stamp "done"
