@@ -13,11 +13,12 @@ cd "$(dirname "$0")/.." || exit 1
 # shellcheck source=scripts/gpu-lib.sh
 source scripts/gpu-lib.sh
 ALIGNS=${ALIGNS:-"0 8 16 32"}
-PREFETCHES=${PREFETCHES:-"0 2 4 8"}
+PREFETCHES=${PREFETCHES:-"0 4 8"}
+TEST_ALIGNS=${TEST_ALIGNS:-"8 32"}
 
 gpu_build build-enc
 
-for al in $ALIGNS; do
+for al in $TEST_ALIGNS; do
   stamp "sanitize case, align $al"
   CONVBANK_CUDA_ENC_LOCAL_ALIGN=$al timeout "$(budget 60)" "$TESTS" \
     --test-case='cuda:sanitize local-order*' >"$OUT/test-$al.log" 2>&1 && echo ok || echo FAILED
@@ -33,8 +34,6 @@ shapes=(
   "16,1,512,131080,16,8,0,1,1"
   "4,1,1024,131072,16,8,0,1,1"
   "8,1,512,160003,20,10,0,1,1"
-  "8,1,512,131072,12,6,0,1,1"
-  "16,1,256,131072,32,16,0,1,1"
   "16,1,512,131064,16,8,0,1,1"
   "16,1,512,131056,16,8,0,1,1"
 )
