@@ -14,7 +14,7 @@ cd "$(dirname "$0")/.." || exit 1
 source scripts/gpu-lib.sh
 ALIGNS=${ALIGNS:-"0 8 16 32"}
 PREFETCHES=${PREFETCHES:-"0 4 8"}
-TEST_ALIGNS=${TEST_ALIGNS:-"8 32"}
+TEST_ALIGNS=${TEST_ALIGNS:-"8"}
 
 gpu_build build-enc
 
