@@ -12,8 +12,9 @@ set -u -o pipefail
 cd "$(dirname "$0")/.." || exit 1
 # shellcheck source=scripts/gpu-lib.sh
 source scripts/gpu-lib.sh
-ALIGNS=${ALIGNS:-"0 8 16 32"}
-PREFETCHES=${PREFETCHES:-"0 4 8"}
+ALIGNS=${ALIGNS:-"0 8 32"}
+PREFETCHES=${PREFETCHES:-"0 4"}
+NARROW=${NARROW:-0}
 TEST_ALIGNS=${TEST_ALIGNS:-"8"}
 
 gpu_build build-enc
@@ -48,6 +49,6 @@ args=(--no-cudnn --runs 30 --workload dec_tasnet --workload x_dec_pow2 --op conv
 variants=()
 for pf in $PREFETCHES; do variants+=("p$pf:CONVBANK_CUDA_DECODER_PREFETCH=$pf"); done
 # 128-row tiles (more stages fit in the ring) without and with a prefetch.
-variants+=("narrow-p0:CONVBANK_CUDA_DECODER_WIDE=0" "narrow-p4:CONVBANK_CUDA_DECODER_WIDE=0,CONVBANK_CUDA_DECODER_PREFETCH=4")
+[ "$NARROW" = 1 ] && variants+=("narrow-p0:CONVBANK_CUDA_DECODER_WIDE=0" "narrow-p4:CONVBANK_CUDA_DECODER_WIDE=0,CONVBANK_CUDA_DECODER_PREFETCH=4")
 ab_rounds "decoders, L2 prefetch" conv_transpose1d_decoder_ "${args[@]}"
 stamp "done"
