@@ -95,9 +95,8 @@ struct DecArgs {
   int steps;                    // reduction steps of 8 channels, a multiple of 8
   int stages;                   // kTma: the ring's stages of stage_bytes
   int box_frames, stage_bytes;  // kTma: a copy's frames (its box), a stage's bytes
-  int rows;      // rows of P a tile uses: kRows, or up to kWideBoxFrames - 4 (wide variant)
-  int prefetch;  // kTma: stages the producer brings into L2 ahead of its copies (0: none)
-  int own;       // output blocks a tile owns: rows - (taps - 1)
+  int rows;  // rows of P a tile uses: kRows, or up to kWideBoxFrames - 4 (wide variant)
+  int own;   // output blocks a tile owns: rows - (taps - 1)
   std::int64_t pad, in_frames, out_frames;
   std::int64_t q_first;    // first output block: pad / stride
   std::int64_t row_tiles;  // tiles per (batch, group)
@@ -278,41 +277,12 @@ __global__ void __launch_bounds__(128 * kWG + (kTma ? 32 : 0), kTma ? 1 : (kN ==
       if (tid != kThreads) return;
       int slot = 0;
       std::uint32_t phase = 0;
-      const int stages_per_tile = a.steps / 8;
-      // Brings stage k of tile t into L2 only, a.prefetch stages ahead of its copy, so that more
-      // of the input is on its way from DRAM than the ring holds.
-      // 32-bit arithmetic (the host sets a.prefetch only where the tiles count below 2^31): a
-      // 64-bit division is a called routine.
-      auto prefetch = [&](std::int64_t t64, int k) {
-        if (t64 >= a.tiles) return;
-        const auto t = static_cast<std::uint32_t>(t64);
-        const auto row_tiles = static_cast<std::uint32_t>(a.row_tiles);
-        const auto groups = static_cast<std::uint32_t>(a.groups);
-        const std::uint32_t bg = t / row_tiles;
-        const std::uint32_t b = bg / groups, gr = bg - b * groups;
-        const int qb =
-            static_cast<int>(a.q_first + std::int64_t{t - bg * row_tiles} * a.own - (a.taps - 1));
-#pragma unroll
-        for (int u = 0; u < 4; ++u) {
-          const int c0 = static_cast<int>(u * a.x_cs) + qb;
-          tensor_prefetch_l2(x_map, c0 - (c0 & 3), 16 * k, static_cast<int>(gr),
-                             static_cast<int>(b));
-        }
-      };
-      for (int i = 0; i < a.prefetch; ++i) {
-        prefetch(blockIdx.x + std::int64_t{i / stages_per_tile} * gridDim.x, i % stages_per_tile);
-      }
       for (std::int64_t tile = blockIdx.x; tile < a.tiles; tile += gridDim.x) {
         const std::int64_t bg = tile / a.row_tiles;
         const std::int64_t b = bg / a.groups, gr = bg - b * a.groups;
         const std::int64_t first = a.q_first + (tile - bg * a.row_tiles) * a.own;
         const int qb = static_cast<int>(first - (a.taps - 1));
-        for (int k = 0; k < stages_per_tile; ++k) {
-          if (a.prefetch > 0) {
-            const int ahead = k + a.prefetch;
-            prefetch(tile + std::int64_t{ahead / stages_per_tile} * gridDim.x,
-                     ahead % stages_per_tile);
-          }
+        for (int k = 0; k < a.steps / 8; ++k) {
           mbar_wait(empty0 + 8 * slot, phase ^ 1);
           const std::uint32_t full = full0 + 8 * slot, dst = stage0 + slot * stage_bytes;
           mbar_expect(full, stage_bytes);
@@ -678,9 +648,6 @@ bool supported(const DecLayer& l) {
 }
 
 std::atomic<bool> g_tma_on{!env_off("CONVBANK_CUDA_DECODER_TMA")};
-// Stages of L2 prefetch ahead of the copy-engine decoder's copies (CONVBANK_CUDA_DECODER_PREFETCH,
-// read once; 0: none).
-const int g_prefetch = std::max(0, env_int("CONVBANK_CUDA_DECODER_PREFETCH"));
 std::atomic<std::uint64_t> g_tma_launches{0};
 
 // The copy-engine-fed variant where the layer's shape allows it: channels per group a multiple
@@ -847,7 +814,6 @@ void launch(DecArgs a, const DecLayer& l, cudaStream_t stream, const char* name,
     if (!wide) a.stages = tma_stages(a, l, false, map);
   }
   if (a.stages > 0) {
-    a.prefetch = a.tiles < (std::int64_t{1} << 31) ? g_prefetch : 0;
     g_tma_launches.fetch_add(1, std::memory_order_relaxed);
     if (pair_on()) g_pair_launches.fetch_add(1, std::memory_order_relaxed);
     if (wide) g_wide_launches.fetch_add(1, std::memory_order_relaxed);

@@ -1105,8 +1105,13 @@ namespace {
 // frames per lane.
 std::atomic<int> g_local_c{env_int("CONVBANK_CUDA_ENC_LOCAL_C")};
 std::atomic<int> g_local_f{env_int("CONVBANK_CUDA_ENC_LOCAL_F")};
-// Alignment of the tiles' rows in floats (a power of two up to 32; 0 or 1: none), read once
-// from CONVBANK_CUDA_ENC_LOCAL_ALIGN.
+// Alignment of a tile's rows in floats (a power of two up to 32; 1: none; 0, unset: 8, one
+// 32-byte sector), read once from CONVBANK_CUDA_ENC_LOCAL_ALIGN for A/B runs. A tile's rows then
+// start at the same offset in their sector, its frames start that far before a multiple of the
+// tile, and so each 32-frame store of a warp writes four whole sectors. On the H100 (log step
+// 123 in docs/performance.md, ms, 8 vs none) enc_tasnet 0.225 vs 0.243, 4 x 1 -> 1024 0.108 vs
+// 0.120, 8 x 1 -> 512 on 160003 frames, K 20, s 10 0.119 vs 0.131; 32 floats (whole lines, 16
+// channels per tile at 512 outputs) 0.230, 0.109 and 0.158.
 std::atomic<int> g_local_align{env_int("CONVBANK_CUDA_ENC_LOCAL_ALIGN")};
 std::atomic<std::uint64_t> g_local_aligned_launches{0};
 
@@ -1126,12 +1131,23 @@ bool local_geometry(LocArgs& a, const Conv1dParams& p) {
   // period = align / gcd(y_cs mod align, align) (the output's channel stride, or a contiguous
   // one's where no view is given). Aligned only where a tile still gets 16 channels.
   const std::int64_t cout_g = p.out_channels / p.groups;
-  int align = std::clamp(g_local_align.load(std::memory_order_relaxed), 1, 32);
+  const int set_align = g_local_align.load(std::memory_order_relaxed);
+  int align = set_align > 0 ? std::min(set_align, 32) : 8;
   while ((align & (align - 1)) != 0) align &= align - 1;
   const std::int64_t y_cs = a.y_cs != 0 ? a.y_cs : p.out_frames;
+  const std::int64_t y_bs = a.y_cs != 0 ? a.y_bs : p.out_channels * p.out_frames;
   int period = 1;
   while ((y_cs % align + align) * period % align != 0) period *= 2;
   if (cout_g / period < 16) align = period = 1;
+  // The most a tile's frames start before a multiple of the tile: the one offset that every row
+  // shares where the strides keep the offset, else up to align - 1.
+  int max_shift = 0;
+  if (align > 1) {
+    const bool shared = period == 1 && y_bs % align == 0 && (cout_g * y_cs) % align == 0;
+    max_shift = shared
+                    ? static_cast<int>((reinterpret_cast<std::uintptr_t>(a.y) >> 2) & (align - 1))
+                    : align - 1;
+  }
   const std::int64_t class_rows = (cout_g + period - 1) / period;
   const std::int64_t want_c = std::min<std::int64_t>(set_c > 0 ? std::clamp(set_c, 4, 256)
                                                      : p.kernel_size <= 16 ? 32
@@ -1145,8 +1161,8 @@ bool local_geometry(LocArgs& a, const Conv1dParams& p) {
   const std::int64_t frames = 256LL * F;
   const std::int64_t window = (frames - 1) * p.stride + (p.kernel_size - 1) * p.dilation + 1;
   const std::int64_t phase_len = phase_row_words(window, p.stride);
-  // Shifted tiles reach up to align - 1 frames past the row's end.
-  const std::int64_t t_tiles = (p.out_frames + align - 1 + frames - 1) / frames;
+  // Shifted tiles reach up to max_shift frames past the row's end.
+  const std::int64_t t_tiles = (p.out_frames + max_shift + frames - 1) / frames;
   const std::int64_t c_tiles = period * ((class_rows + C - 1) / C);
   const std::int64_t n_tiles = t_tiles * c_tiles * p.groups * p.batch;
   const int kt = local_taps(p.kernel_size);

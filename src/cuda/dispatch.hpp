@@ -39,7 +39,7 @@ WgmmaPolicy encoder_aligned_policy();
 void set_encoder_local_policy(WgmmaPolicy policy);
 WgmmaPolicy encoder_local_policy();
 std::pair<int, int> set_encoder_local_tile(int channels, int frames_per_lane);
-// The local-order encoder's row alignment in floats (1, 8, 16 or 32; 0 or 1: none;
+// The local-order encoder's row alignment in floats (1: none, 8, 16 or 32; 0: the default, 8;
 // CONVBANK_CUDA_ENC_LOCAL_ALIGN sets the start value). Returns the value set before.
 int set_encoder_local_align(int floats);
 // Launches of the local-order encoder with aligned channel tiles so far (the tests count them).

@@ -84,16 +84,6 @@ __device__ __forceinline__ void mbar_wait(std::uint32_t bar, std::uint32_t parit
 // Copies the box of the input's tensor map at frame c0, channel (or quad row) c1, group c2,
 // batch c3, counted on `bar` (one thread); the copy engine zero-fills what lies outside the
 // tensor. With parts > 1 the map is 5-d, its second dimension the parts of the box's rows.
-// The 4-d box at (c0, c1, c2, c3) of `map` brought into L2 only (no shared memory, no barrier):
-// a later tensor_copy_input of it then reads L2.
-__device__ __forceinline__ void tensor_prefetch_l2(const CUtensorMap& map, int c0, int c1, int c2,
-                                                   int c3) {
-  const auto m = reinterpret_cast<std::uint64_t>(&map);
-  asm volatile("cp.async.bulk.prefetch.tensor.4d.L2.global.tile [%0, {%1, %2, %3, %4}];\n" ::"l"(m),
-               "r"(c0), "r"(c1), "r"(c2), "r"(c3)
-               : "memory");
-}
-
 __device__ __forceinline__ void tensor_copy_input(std::uint32_t dst, const CUtensorMap& map,
                                                   int parts, int c0, int c1, int c2, int c3,
                                                   std::uint32_t bar) {
