@@ -12,7 +12,9 @@
 //   conv1d_encoder_local_ffma    the same layers with K <= 32: persistent blocks take tiles of
 //                                32 channels x 1024 frames (64 x 512 above K 16) with the frame
 //                                tiles fastest (the resident blocks write neighbouring rows),
-//                                the next tile's window copied while the current is computed.
+//                                the next tile's window copied while the current is computed;
+//                                a tile's rows start at one offset in a 32-byte sector, its
+//                                frames that far before the tile's boundary (whole sectors).
 //   conv1d_depthwise_staged      one input channel per group, < 16 outputs per group: a block
 //                                stages the window of 1024..4096 frames of one row.
 //   conv_transpose1d_decoder_ffma  few outputs per group (decoders), stride 2..16, K a multiple
