@@ -1131,7 +1131,7 @@ bool local_geometry(LocArgs& a, const Conv1dParams& p) {
   const int set_f = g_local_f.load(std::memory_order_relaxed);
   // Rows whose starts lie at the same offset within `align` floats: channels `period` apart,
   // period = align / gcd(y_cs mod align, align) (the output's channel stride, or a contiguous
-  // one's where no view is given). Aligned only where a tile still gets 16 channels.
+  // one's where no view is given).
   const std::int64_t cout_g = p.out_channels / p.groups;
   const int set_align = g_local_align.load(std::memory_order_relaxed);
   int align = set_align > 0 ? std::min(set_align, 32) : 8;
@@ -1140,7 +1140,19 @@ bool local_geometry(LocArgs& a, const Conv1dParams& p) {
   const std::int64_t y_bs = a.y_cs != 0 ? a.y_bs : p.out_channels * p.out_frames;
   int period = 1;
   while ((y_cs % align + align) * period % align != 0) period *= 2;
-  if (cout_g / period < 16) align = period = 1;
+  // Channels per tile (a multiple of 4) and channel tiles where a tile's channels are `period`
+  // apart; aligned only where that takes no more tiles than contiguous channels: fewer channels
+  // per tile stage the window for fewer of them (log step 123: 16-channel tiles at 32 floats ran
+  // 21 % slower at K 20).
+  const std::int64_t tile_c = set_c > 0 ? std::clamp(set_c, 4, 256) : p.kernel_size <= 16 ? 32 : 64;
+  const auto tiles_of = [&](std::int64_t per) {
+    const std::int64_t rows = (cout_g + per - 1) / per;
+    const std::int64_t c = (std::min(rows, tile_c) + 3) / 4 * 4;
+    return std::pair{c, per * ((rows + c - 1) / c)};
+  };
+  if (tiles_of(period).second > tiles_of(1).second) align = period = 1;
+  const auto [tile_channels, c_tiles] = tiles_of(period);
+  const int C = static_cast<int>(tile_channels);
   // The most a tile's frames start before a multiple of the tile: the one offset that every row
   // shares where the strides keep the offset, else up to align - 1.
   int max_shift = 0;
@@ -1150,12 +1162,6 @@ bool local_geometry(LocArgs& a, const Conv1dParams& p) {
                     ? static_cast<int>((reinterpret_cast<std::uintptr_t>(a.y) >> 2) & (align - 1))
                     : align - 1;
   }
-  const std::int64_t class_rows = (cout_g + period - 1) / period;
-  const std::int64_t want_c = std::min<std::int64_t>(set_c > 0 ? std::clamp(set_c, 4, 256)
-                                                     : p.kernel_size <= 16 ? 32
-                                                                           : 64,
-                                                     class_rows);
-  const int C = static_cast<int>((want_c + 3) / 4 * 4);
   const int want_f = set_f > 0 ? set_f : 4;
   // Four frames per lane only with 16 taps or fewer (64 registers of window).
   const int F = want_f >= 4 && p.kernel_size <= 16 ? 4 : want_f >= 2 ? 2 : 1;
@@ -1165,7 +1171,6 @@ bool local_geometry(LocArgs& a, const Conv1dParams& p) {
   const std::int64_t phase_len = phase_row_words(window, p.stride);
   // Shifted tiles reach up to max_shift frames past the row's end.
   const std::int64_t t_tiles = (p.out_frames + max_shift + frames - 1) / frames;
-  const std::int64_t c_tiles = period * ((class_rows + C - 1) / C);
   const std::int64_t n_tiles = t_tiles * c_tiles * p.groups * p.batch;
   const int kt = local_taps(p.kernel_size);
   const std::int64_t buf = (C * kt + C + p.stride * phase_len + 3) / 4 * 4;
