@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The local-order encoder's aligned channel tiles (CONVBANK_CUDA_ENC_LOCAL_ALIGN: 1 none, 8 the
-# default, 32 whole lines) on the lent H200, one call: builds the working tree, runs the encoder's
+# default, 32 whole lines where that keeps the tile count, else none) on the lent H200, one call: builds the working tree, runs the encoder's
 # doctest cases (CASES), then ROUNDS interleaved rounds of `convbank-bench-cuda --no-cudnn` on
 # one-channel encoder shapes for each alignment, and enc_tasnet against cuDNN, within DEADLINE
 # seconds. Prints a table, shape x variant, ms per round, and writes the logs to $OUT.

@@ -1113,7 +1113,7 @@ std::atomic<int> g_local_f{env_int("CONVBANK_CUDA_ENC_LOCAL_F")};
 // tile, and so each 32-frame store of a warp writes four whole sectors. On the H100 (log step
 // 123 in docs/performance.md, ms, 8 vs none) enc_tasnet 0.225 vs 0.243, 4 x 1 -> 1024 0.108 vs
 // 0.120, 8 x 1 -> 512 on 160003 frames, K 20, s 10 0.119 vs 0.131; 32 floats (whole lines, 16
-// channels per tile at 512 outputs) 0.230, 0.109 and 0.158.
+// channels per tile at 512 outputs, which local_geometry no longer takes) 0.230, 0.109, 0.158.
 std::atomic<int> g_local_align{env_int("CONVBANK_CUDA_ENC_LOCAL_ALIGN")};
 std::atomic<std::uint64_t> g_local_aligned_launches{0};
 
