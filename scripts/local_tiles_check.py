@@ -11,7 +11,16 @@ docs/performance.md, when no GPU was lent.
 """
 
 
-def geometry(cout_g, out, y_cs, y_bs, y_base, K=16, set_c=0, set_f=0, set_align=0):
+def phase_row_words(window, stride):
+    words = (window + stride - 1) // stride
+    if stride > 1 and 32 % stride == 0:
+        while words % 32 != 32 // stride:
+            words += 1
+    return words
+
+
+def geometry(cout_g, out, y_cs, y_bs, y_base, K=16, set_c=0, set_f=0, set_align=0, stride=8,
+             dilation=1, set_warp=0):
     align = min(set_align, 32) if set_align > 0 else 8
     while align & (align - 1):
         align &= align - 1
@@ -34,9 +43,21 @@ def geometry(cout_g, out, y_cs, y_bs, y_base, K=16, set_c=0, set_f=0, set_align=
         max_shift = (y_base & (align - 1)) if shared else align - 1
     want_f = set_f if set_f > 0 else 4
     F = 4 if want_f >= 4 and K <= 16 else (2 if want_f >= 2 else 1)
-    frames = 256 * F
+    kt = (K + 3) // 4 * 4
+
+    def buffers(per_warp):
+        frames = (32 if per_warp else 256) * F
+        window = (frames - 1) * stride + (K - 1) * dilation + 1
+        buf = (C * kt + C + stride * phase_row_words(window, stride) + 3) // 4 * 4
+        fits = kt + 2 * 8 * buf <= 28672 if per_warp else kt + 2 * buf <= 24576
+        return frames, fits
+
+    per_warp = 1 if set_warp > 0 and buffers(1)[1] else 0
+    frames, fits = buffers(per_warp)
+    assert fits
     t_tiles = (out + max_shift + frames - 1) // frames
-    return dict(align=align, period=period, C=C, frames=frames, t_tiles=t_tiles, c_tiles=c_tiles)
+    return dict(align=align, period=period, C=C, frames=frames, t_tiles=t_tiles, c_tiles=c_tiles,
+                per_warp=per_warp)
 
 
 def check(cout_g, groups, batch, out, y_cs, y_bs, y_base, **kw):
@@ -77,24 +98,28 @@ def main():
               (2, 36, 12, 2, 0, 1, 2, 2, 6000, False), (1, 96, 26, 13, 0, 1, 1, 2, 5000, True),
               (1, 20, 23, 5, 11, 1, 1, 1, 3000, False), (1, 70, 12, 4, 8, 1, 1, 2, 6000, False),
               (2, 64, 8, 8, 0, 1, 2, 3, 8192, True)]
-    # (alignment, tile channels, frames per lane): the sanitize case's rounds.
-    rounds = [(0, 32, 1), (0, 16, 2), (0, 8, 4), (0, 32, 4), (0, 64, 2), (1, 32, 4), (32, 16, 4),
-              (16, 16, 2)]
-    aligned = 0
-    for align, c, f in rounds:
+    # (alignment, tile channels, frames per lane, warp-wide tiles): the sanitize case's rounds.
+    rounds = [(0, 32, 1, 0), (0, 16, 2, 0), (0, 8, 4, 0), (0, 32, 4, 0), (0, 64, 2, 0),
+              (1, 32, 4, 0), (32, 16, 4, 0), (16, 16, 2, 0), (0, 32, 4, 1), (0, 64, 2, 1),
+              (0, 16, 1, 1), (1, 32, 4, 1)]
+    aligned = warp = 0
+    for align, c, f, w in rounds:
         for cin, cout, K, s, p, d, groups, n, frames, strided in layers:
             out = (frames + 2 * p - d * (K - 1) - 1) // s + 1
             y_cs, y_bs, base = (out + 7, (cout + 1) * (out + 7), 2) if strided else (out, cout * out, 0)
             g = check(cout // groups, groups, n, out, y_cs, y_bs, base, K=K, set_c=c, set_f=f,
-                      set_align=align)
+                      set_align=align, stride=s, dilation=d, set_warp=w)
             aligned += g["align"] > 1
+            warp += g["per_warp"]
     # enc_tasnet and other long rows, contiguous and at odd offsets.
     for cout, batch, out, base in [(512, 2, 16383, 0), (512, 2, 16384, 5), (1024, 1, 16381, 3),
                                    (384, 1, 999, 0), (260, 2, 777, 0), (128, 2, 16382, 1)]:
-        for kw in [{}, {"set_align": 32}, {"set_align": 16, "set_f": 2}, {"K": 20}]:
+        for kw in [{}, {"set_align": 32}, {"set_align": 16, "set_f": 2}, {"K": 20},
+                   {"set_warp": 1}, {"set_warp": 1, "K": 20, "stride": 10}]:
             check(cout, 1, batch, out, out, cout * out, base, **kw)
-    # The sanitize case asserts this count (tests/test_cuda.cpp).
-    print(f"ok: every output written once; {aligned} of the sanitize case's launches aligned")
+    # The sanitize case asserts these counts (tests/test_cuda.cpp).
+    print(f"ok: every output written once; of the sanitize case's {15 * len(rounds)} launches "
+          f"{aligned} aligned, {warp} on warp-wide tiles")
 
 
 if __name__ == "__main__":

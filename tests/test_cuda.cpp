@@ -1688,11 +1688,16 @@ TEST_CASE("cuda:sanitize local-order encoder on every tile against the float64 o
     int before = cc::set_encoder_local_align(0);  // the default, whatever the environment set
     ~AlignScope() { cc::set_encoder_local_align(before); }
   } align_scope;
+  struct WarpScope {
+    int before = cc::set_encoder_local_warp(0);  // block-wide tiles first
+    ~WarpScope() { cc::set_encoder_local_warp(before); }
+  } warp_scope;
   using C = Conv1dOptions;
   GridStats stats;
   std::uint64_t seed = 5150;
   int launches = 0;
   const std::uint64_t aligned_before = cc::encoder_local_aligned_launches();
+  const std::uint64_t warp_before = cc::encoder_local_warp_launches();
   auto conv = [&](const C& o, std::int64_t n, std::int64_t frames, bool strided) {
     CHECK(run_on_kernel("conv1d_encoder_local_ffma", o, n, frames, strided, seed++, stats));
     ++launches;
@@ -1720,14 +1725,29 @@ TEST_CASE("cuda:sanitize local-order encoder on every tile against the float64 o
     cc::set_encoder_local_tile(channels, lanes);
     for_each_encoder_layer(conv);
   }
+  // Warp-wide tiles (each warp its own tiles and buffers) where their buffers fit, else the
+  // block-wide ones.
+  cc::set_encoder_local_warp(1);
+  for (const auto& [align, channels, lanes] :
+       {std::tuple{0, 32, 4}, {0, 64, 2}, {0, 16, 1}, {1, 32, 4}}) {
+    CAPTURE(align);
+    CAPTURE(channels);
+    CAPTURE(lanes);
+    cc::set_encoder_local_align(align);
+    cc::set_encoder_local_tile(channels, lanes);
+    for_each_encoder_layer(conv);
+  }
   MESSAGE("local-order encoder: ", launches, " launches, worst ", stats.worst, " at ",
           stats.worst_config);
-  CHECK(launches == 120);
-  // The launches on aligned tiles, as scripts/local_tiles_check.py counts them from the tile
-  // rules (it also checks there that every output is written once).
+  CHECK(launches == 180);
+  // The launches on aligned and on warp-wide tiles, as scripts/local_tiles_check.py counts them
+  // from the tile rules (it also checks there that every output is written once).
   const std::uint64_t aligned = cc::encoder_local_aligned_launches() - aligned_before;
-  MESSAGE("local-order encoder: ", aligned, " launches on aligned channel tiles");
-  CHECK(aligned == 41);
+  const std::uint64_t warp_wide = cc::encoder_local_warp_launches() - warp_before;
+  MESSAGE("local-order encoder: ", aligned, " launches on aligned channel tiles, ", warp_wide,
+          " on warp-wide tiles");
+  CHECK(aligned == 59);
+  CHECK(warp_wide == 55);
   CHECK(stats.worst <= kTolerance);
 }
 

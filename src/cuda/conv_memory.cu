@@ -28,6 +28,7 @@
 #include <cmath>
 #include <cstdint>
 #include <string>
+#include <tuple>
 #include <type_traits>
 #include <utility>
 
@@ -436,6 +437,9 @@ constexpr int kLocThreads = 256;
 constexpr int kLocMaxTaps = 32;
 // Dynamic shared memory of a block: two buffers of weights, bias and window, and the tap table.
 constexpr int kLocSmemFloats = 24576;
+// The same for the warp-wide tiles (eight warps' pairs of buffers): two blocks still share a
+// multiprocessor (2 x (112 + 1) KB of its 228).
+constexpr int kLocWarpSmemFloats = 28672;
 
 struct LocArgs : EncoderArgs {
   int dilation;
@@ -456,6 +460,9 @@ struct LocArgs : EncoderArgs {
   // Windows inside their row staged by copy_phase_window_inside (CONVBANK_CUDA_ENC_LOCAL_INSIDE=0
   // for A/B runs: all by copy_phase_window).
   int inside;
+  // Tiles one warp wide, each warp with buffers of its own (conv1d_encoder_local_warp_kernel),
+  // instead of one block wide.
+  int per_warp;
 };
 
 struct LocTile {
@@ -494,44 +501,44 @@ __device__ __forceinline__ int local_rows(const LocArgs& a, const LocTile& t) {
 // Issues the copies of a tile's weights, bias and input window (split into `stride` phase rows,
 // position i at (i % s, i / s)) into buf, as one commit group; the padding around the row by
 // plain stores. Both are visible after the caller's wait and barrier.
-template <int KT>
-__device__ __forceinline__ void local_stage(const LocArgs& a, std::uint32_t tile, float* buf) {
+template <int KT, int kThreads>
+__device__ __forceinline__ void local_stage(const LocArgs& a, std::uint32_t tile, float* buf,
+                                            int tid) {
   const LocTile t = local_tile_of(a, tile);
   float* sw = buf;
   float* sb = sw + a.C * KT;
   float* sx = sb + a.C;
   const std::int64_t oc0 = std::int64_t{t.g} * a.cout_g + t.o0;
   const int rows = local_rows(a, t);
-  for (int i = threadIdx.x; i < a.C * KT; i += kLocThreads) {
+  for (int i = tid; i < a.C * KT; i += kThreads) {
     const int c = i / KT;
     const int k = i - c * KT;
     const bool ok = k < a.K && c < rows;
     cp_async4(smem_addr(sw + i),
               ok ? a.w + (oc0 + (std::int64_t{c} << a.period_log2)) * a.K + k : a.w, ok);
   }
-  for (int c = threadIdx.x; c < a.C; c += kLocThreads) {
+  for (int c = tid; c < a.C; c += kThreads) {
     const bool ok = a.bias != nullptr && c < rows;
     cp_async4(smem_addr(sb + c), ok ? a.bias + oc0 + (std::int64_t{c} << a.period_log2) : a.w, ok);
   }
   const float* xrow = a.x + std::int64_t{t.b} * a.x_bs + std::int64_t{t.g} * a.x_cs;
   const std::int64_t pos0 = t.f0 * a.stride - a.pad;
   if (a.inside && pos0 >= 0 && pos0 + a.window <= a.in_frames) {
-    copy_phase_window_inside<kLocThreads>(a, xrow + pos0, a.window, a.phase_len, sx, threadIdx.x);
+    copy_phase_window_inside<kThreads>(a, xrow + pos0, a.window, a.phase_len, sx, tid);
   } else {
-    copy_phase_window<kLocThreads>(a, xrow, pos0, a.window, a.phase_len, sx, threadIdx.x);
+    copy_phase_window<kThreads>(a, xrow, pos0, a.window, a.phase_len, sx, tid);
   }
   cp_async_commit();
 }
 
-// One tile from its staged buffer: lane l of warp w computes frames w * 32 F + 32 j + l (j < F)
-// of every channel of the tile.
+// One tile from its staged buffer: the lane computes frames tl + 32 j (j < F) of every channel
+// of the tile, its warp's lanes 32 consecutive frames.
 template <int KT, int F, bool kWhole>
 __device__ __forceinline__ void local_compute(const LocArgs& a, const LocTile& t, const float* buf,
-                                              const int* soff) {
+                                              const int* soff, int tl) {
   const float* sw = buf;
   const float* sb = sw + a.C * KT;
   const float* sx = sb + a.C;
-  const int tl = (threadIdx.x >> 5) * 32 * F + (threadIdx.x & 31);
   // Taps past K read as zeros (their weights are zeros too), so no Inf meets a zero weight.
   float xv[F][KT];
 #pragma unroll
@@ -598,12 +605,13 @@ __global__ void __launch_bounds__(kLocThreads, local_min_blocks(KT* F))
     soff[k] = (kd % s) * a.phase_len + kd / s;
   }
   std::uint32_t tile = blockIdx.x;
-  if (tile < a.n_tiles) local_stage<KT>(a, tile, buf0);
+  const int tl = (threadIdx.x >> 5) * 32 * F + (threadIdx.x & 31);
+  if (tile < a.n_tiles) local_stage<KT, kLocThreads>(a, tile, buf0, threadIdx.x);
   for (int buf = 0; tile < a.n_tiles; tile += gridDim.x, buf ^= 1) {
     const std::uint32_t next = tile + gridDim.x;
     if (next < a.n_tiles) {
       // The other buffer was last read before the barrier that ended the previous tile.
-      local_stage<KT>(a, next, buf0 + (buf ^ 1) * a.buf);
+      local_stage<KT, kLocThreads>(a, next, buf0 + (buf ^ 1) * a.buf, threadIdx.x);
       cp_async_wait<1>();
     } else {
       cp_async_wait<0>();
@@ -612,11 +620,51 @@ __global__ void __launch_bounds__(kLocThreads, local_min_blocks(KT* F))
     const float* cur = buf0 + buf * a.buf;
     const LocTile t = local_tile_of(a, tile);
     if (t.f0 >= 0 && t.f0 + a.frames <= a.out_frames) {
-      local_compute<KT, F, true>(a, t, cur, soff);
+      local_compute<KT, F, true>(a, t, cur, soff, tl);
     } else {
-      local_compute<KT, F, false>(a, t, cur, soff);
+      local_compute<KT, F, false>(a, t, cur, soff, tl);
     }
     __syncthreads();  // this buffer is no longer read
+  }
+}
+
+// The same tiles one warp wide (C channels x 32 F frames): each warp stages and computes its own
+// tiles in the same order (tile i, i + warps in the grid, ...) with buffers of its own, so that
+// no barrier ties the block's warps together after the tap table.
+template <int KT, int F>
+__global__ void __launch_bounds__(kLocThreads, local_min_blocks(KT* F))
+    conv1d_encoder_local_warp_kernel(LocArgs a) {
+  extern __shared__ __align__(16) float sm[];
+  int* soff = reinterpret_cast<int*>(sm);
+  const int s = a.stride;
+  for (int k = threadIdx.x; k < a.K; k += kLocThreads) {
+    const int kd = k * a.dilation;
+    soff[k] = (kd % s) * a.phase_len + kd / s;
+  }
+  __syncthreads();
+  const int lane = threadIdx.x & 31;
+  float* buf0 = sm + KT + (threadIdx.x >> 5) * 2 * a.buf;
+  const std::uint32_t warps = gridDim.x * (kLocThreads / 32);
+  std::uint32_t tile = blockIdx.x * (kLocThreads / 32) + (threadIdx.x >> 5);
+  if (tile < a.n_tiles) local_stage<KT, 32>(a, tile, buf0, lane);
+  for (int buf = 0; tile < a.n_tiles; tile += warps, buf ^= 1) {
+    const std::uint32_t next = tile + warps;
+    if (next < a.n_tiles) {
+      // The other buffer was last read before the __syncwarp that ended the previous tile.
+      local_stage<KT, 32>(a, next, buf0 + (buf ^ 1) * a.buf, lane);
+      cp_async_wait<1>();
+    } else {
+      cp_async_wait<0>();
+    }
+    __syncwarp();
+    const float* cur = buf0 + buf * a.buf;
+    const LocTile t = local_tile_of(a, tile);
+    if (t.f0 >= 0 && t.f0 + a.frames <= a.out_frames) {
+      local_compute<KT, F, true>(a, t, cur, soff, lane);
+    } else {
+      local_compute<KT, F, false>(a, t, cur, soff, lane);
+    }
+    __syncwarp();  // this buffer is no longer read
   }
 }
 
@@ -1116,6 +1164,11 @@ std::atomic<int> g_local_f{env_int("CONVBANK_CUDA_ENC_LOCAL_F")};
 // channels per tile at 512 outputs, which local_geometry no longer takes) 0.230, 0.109, 0.158.
 std::atomic<int> g_local_align{env_int("CONVBANK_CUDA_ENC_LOCAL_ALIGN")};
 std::atomic<std::uint64_t> g_local_aligned_launches{0};
+// Warp-wide tiles (conv1d_encoder_local_warp_kernel) where their buffers fit: 1; block-wide: 0
+// (unset). Read once from CONVBANK_CUDA_ENC_LOCAL_WARP for A/B runs; set_encoder_local_warp for
+// the tests.
+std::atomic<int> g_local_warp{env_int("CONVBANK_CUDA_ENC_LOCAL_WARP")};
+std::atomic<std::uint64_t> g_local_warp_launches{0};
 
 // Taps held in registers: K rounded up to a multiple of 4 (the weights are read as float4).
 int local_taps(std::int64_t k) {
@@ -1166,15 +1219,24 @@ bool local_geometry(LocArgs& a, const Conv1dParams& p) {
   // Four frames per lane only with 16 taps or fewer (64 registers of window).
   const int F = want_f >= 4 && p.kernel_size <= 16 ? 4 : want_f >= 2 ? 2 : 1;
   if (p.in_channels != p.groups || p.kernel_size > kLocMaxTaps) return false;
-  const std::int64_t frames = 256LL * F;
-  const std::int64_t window = (frames - 1) * p.stride + (p.kernel_size - 1) * p.dilation + 1;
-  const std::int64_t phase_len = phase_row_words(window, p.stride);
+  const int kt = local_taps(p.kernel_size);
+  // Frames per tile, staging buffers per block and their room, block-wide or warp-wide tiles.
+  const auto buffers = [&](int per_warp) {
+    const std::int64_t frames = (per_warp ? 32LL : 256LL) * F;
+    const std::int64_t window = (frames - 1) * p.stride + (p.kernel_size - 1) * p.dilation + 1;
+    const std::int64_t phase_len = phase_row_words(window, p.stride);
+    const std::int64_t buf = (C * kt + C + p.stride * phase_len + 3) / 4 * 4;
+    const bool fits = per_warp ? kt + 2 * (kLocThreads / 32) * buf <= kLocWarpSmemFloats
+                               : kt + 2 * buf <= kLocSmemFloats;
+    return std::tuple{frames, window, phase_len, buf, fits};
+  };
+  int per_warp = g_local_warp.load(std::memory_order_relaxed) > 0 ? 1 : 0;
+  if (per_warp && !std::get<4>(buffers(1))) per_warp = 0;
+  const auto [frames, window, phase_len, buf, fits] = buffers(per_warp);
   // Shifted tiles reach up to max_shift frames past the row's end.
   const std::int64_t t_tiles = (p.out_frames + max_shift + frames - 1) / frames;
   const std::int64_t n_tiles = t_tiles * c_tiles * p.groups * p.batch;
-  const int kt = local_taps(p.kernel_size);
-  const std::int64_t buf = (C * kt + C + p.stride * phase_len + 3) / 4 * 4;
-  if (n_tiles >= (std::int64_t{1} << 31) || kt + 2 * buf > kLocSmemFloats) return false;
+  if (n_tiles >= (std::int64_t{1} << 31) || !fits) return false;
   a.cout_g = cout_g;
   a.groups = p.groups;
   a.batch = p.batch;
@@ -1197,6 +1259,7 @@ bool local_geometry(LocArgs& a, const Conv1dParams& p) {
   a.g_magic = div_magic(p.groups);
   static const bool inside_off = env_off("CONVBANK_CUDA_ENC_LOCAL_INSIDE");
   a.inside = inside_off ? 0 : 1;
+  a.per_warp = per_warp;
   return true;
 }
 
@@ -1213,14 +1276,33 @@ void launch_local(const LocArgs& a, std::size_t smem, cudaStream_t stream) {
   kernel<<<static_cast<unsigned>(blocks), kLocThreads, smem, stream>>>(a);
 }
 
+template <int KT, int F>
+void launch_local_warp(const LocArgs& a, std::size_t smem, cudaStream_t stream) {
+  const auto kernel = conv1d_encoder_local_warp_kernel<KT, F>;
+  static const cudaError_t opted = cudaFuncSetAttribute(
+      kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, sizeof(float) * kLocWarpSmemFloats);
+  check_cuda(opted, "cudaFuncSetAttribute (local encoder shared memory)");
+  const int per_sm = resident_blocks<conv1d_encoder_local_warp_kernel<KT, F>>(kLocThreads, smem);
+  const std::int64_t warps = kLocThreads / 32;
+  const std::int64_t resident = std::int64_t{per_sm} * num_sms();
+  const std::int64_t blocks = std::min<std::int64_t>((a.n_tiles + warps - 1) / warps, resident);
+  kernel<<<static_cast<unsigned>(blocks), kLocThreads, smem, stream>>>(a);
+}
+
+template <int KT, int F>
+void launch_local_tiles(const LocArgs& a, std::size_t smem, cudaStream_t stream) {
+  if (a.per_warp) return launch_local_warp<KT, F>(a, smem, stream);
+  launch_local<KT, F>(a, smem, stream);
+}
+
 template <int KT>
 void launch_local_frames(const LocArgs& a, std::size_t smem, cudaStream_t stream) {
-  const int f = a.frames / 256;
+  const int f = a.frames / (a.per_warp ? 32 : 256);
   if constexpr (KT <= 16) {
-    if (f == 4) return launch_local<KT, 4>(a, smem, stream);
+    if (f == 4) return launch_local_tiles<KT, 4>(a, smem, stream);
   }
-  if (f == 2) return launch_local<KT, 2>(a, smem, stream);
-  launch_local<KT, 1>(a, smem, stream);
+  if (f == 2) return launch_local_tiles<KT, 2>(a, smem, stream);
+  launch_local_tiles<KT, 1>(a, smem, stream);
 }
 
 // The launcher for each count of taps held, 4 to kLocMaxTaps by 4: entry kt / 4 - 1.
@@ -1259,6 +1341,14 @@ std::uint64_t encoder_local_aligned_launches() {
   return g_local_aligned_launches.load(std::memory_order_relaxed);
 }
 
+int set_encoder_local_warp(int on) {
+  return g_local_warp.exchange(on, std::memory_order_relaxed);
+}
+
+std::uint64_t encoder_local_warp_launches() {
+  return g_local_warp_launches.load(std::memory_order_relaxed);
+}
+
 void launch_conv1d_encoder_local(const Conv1dParams& p, TensorView<const float> x, const float* w,
                                  const float* bias, TensorView<float> y, cudaStream_t stream,
                                  const char* name) {
@@ -1269,8 +1359,10 @@ void launch_conv1d_encoder_local(const Conv1dParams& p, TensorView<const float> 
   }
   if (a.n_tiles == 0) return;
   const int kt = local_taps(p.kernel_size);
-  const std::size_t smem = sizeof(float) * static_cast<std::size_t>(kt + 2 * a.buf);
+  const int units = a.per_warp ? kLocThreads / 32 : 1;
+  const std::size_t smem = sizeof(float) * static_cast<std::size_t>(kt + 2 * units * a.buf);
   if (a.align > 1) g_local_aligned_launches.fetch_add(1, std::memory_order_relaxed);
+  if (a.per_warp) g_local_warp_launches.fetch_add(1, std::memory_order_relaxed);
   launch_local_taps(a, kt, smem, stream);
   check_launch(name, p);
 }
