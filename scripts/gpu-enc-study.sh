@@ -4,7 +4,8 @@
 # interleaved rounds of `convbank-bench-cuda --no-cudnn` on one-channel encoder shapes for each
 # tile variant (VARIANTS: name:VAR=value,...), then Nsight Compute on one launch of enc_tasnet's
 # kernel (warp states, scheduler, instruction mix, memory, and the per-SASS stall samples as
-# CSV). Writes ab.md, prof-enc.txt and src-enc.csv to $OUT and prints the headline numbers.
+# CSV) for each of PROFILES. Writes ab.md, prof-enc-NAME.txt and src-enc-NAME.csv to $OUT and
+# prints the headline numbers.
 #
 #   OUT=$OUT scripts/gpu-enc-study.sh
 #   VARIANTS="c32:CONVBANK_CUDA_ENC_LOCAL_C=32 c64:CONVBANK_CUDA_ENC_LOCAL_C=64" PROFILE=0 \
@@ -29,22 +30,31 @@ for s in "${shapes[@]}"; do args+=(--shape "$s"); done
 read -r -a variants <<<"$VARIANTS"
 ab_rounds "local-order encoder tiles" conv1d_encoder_ "${args[@]}"
 
+# Each of PROFILES (name:VAR=value,...) gets its own report: the block-wide and the warp-wide tiles.
+PROFILES=${PROFILES:-"block warp:CONVBANK_CUDA_ENC_LOCAL_WARP=1"}
 if ((PROFILE)); then
-  stamp "ncu enc_tasnet (conv1d_encoder_local_kernel)"
   sections=(SpeedOfLight MemoryWorkloadAnalysis ComputeWorkloadAnalysis SchedulerStats
     WarpStateStats InstructionStats Occupancy SourceCounters)
   nargs=()
   for s in "${sections[@]}"; do nargs+=(--section "$s"); done
-  if timeout "$(budget 150)" ncu --clock-control none "${nargs[@]}" -k regex:encoder_local -s 1 \
-    -c 1 -f -o /tmp/prof-enc "$BENCH" --no-cudnn --workload enc_tasnet --runs 3 \
-    >/tmp/prof-enc.log 2>&1; then
-    ncu -i /tmp/prof-enc.ncu-rep --page details >"$OUT/prof-enc.txt" 2>&1
-    ncu -i /tmp/prof-enc.ncu-rep --page source --csv --print-source sass >"$OUT/src-enc.csv" 2>&1
-    grep -E '^  [A-Za-z]|Duration|Throughput|Issued Ipc|Eligible|No Eligible|Registers|Achieved Occ|Stall' \
-      "$OUT/prof-enc.txt" | grep -vE '^\s*-' | head -60
-  else
-    stamp "ncu failed"
-    tail -20 /tmp/prof-enc.log
-  fi
+  read -r -a profiles <<<"$PROFILES"
+  for p in "${profiles[@]}"; do
+    name=${p%%:*}
+    envs=()
+    [ "$p" != "$name" ] && IFS=, read -r -a envs <<<"${p#*:}"
+    stamp "ncu enc_tasnet ($name)"
+    if env "${envs[@]}" timeout "$(budget 120)" ncu --clock-control none "${nargs[@]}" \
+      -k regex:encoder_local -s 1 -c 1 -f -o "/tmp/prof-$name" "$BENCH" --no-cudnn \
+      --workload enc_tasnet --runs 3 >"/tmp/prof-$name.log" 2>&1; then
+      ncu -i "/tmp/prof-$name.ncu-rep" --page details >"$OUT/prof-enc-$name.txt" 2>&1
+      ncu -i "/tmp/prof-$name.ncu-rep" --page source --csv --print-source sass \
+        >"$OUT/src-enc-$name.csv" 2>&1
+      grep -E '^  [A-Za-z]|Duration|Throughput|Issued Ipc|Eligible|No Eligible|Registers|Achieved Occ|Stall' \
+        "$OUT/prof-enc-$name.txt" | grep -vE '^\s*-' | head -40
+    else
+      stamp "ncu failed"
+      tail -20 "/tmp/prof-$name.log"
+    fi
+  done
 fi
 stamp "done"
