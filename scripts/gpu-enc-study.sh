@@ -19,6 +19,13 @@ PROFILE=${PROFILE:-1}
 
 gpu_build build-gpu
 
+# The local-order encoder's test case first (TESTCASE= skips it): its tiles against float64.
+TESTCASE=${TESTCASE-"cuda:sanitize local-order*"}
+if [ -n "$TESTCASE" ]; then
+  stamp "test $TESTCASE"
+  timeout "$(budget 90)" "$TESTS" --test-case="$TESTCASE" 2>&1 | tail -4
+fi
+
 shapes=(
   "16,1,512,131080,16,8,0,1,1"
   "4,1,1024,131072,16,8,0,1,1"
