@@ -14,7 +14,7 @@ set -u -o pipefail
 cd "$(dirname "$0")/.." || exit 1
 # shellcheck source=scripts/gpu-lib.sh
 source scripts/gpu-lib.sh
-VARIANTS=${VARIANTS:-"default warp:CONVBANK_CUDA_ENC_LOCAL_WARP=1 warpf2:CONVBANK_CUDA_ENC_LOCAL_WARP=1,CONVBANK_CUDA_ENC_LOCAL_F=2 c64:CONVBANK_CUDA_ENC_LOCAL_C=64 a1:CONVBANK_CUDA_ENC_LOCAL_ALIGN=1"}
+VARIANTS=${VARIANTS:-"default warp:CONVBANK_CUDA_ENC_LOCAL_WARP=1 pairs:CONVBANK_CUDA_ENC_LOCAL_PAIRS=1 pairs-warp16:CONVBANK_CUDA_ENC_LOCAL_PAIRS=1,CONVBANK_CUDA_ENC_LOCAL_WARP=1,CONVBANK_CUDA_ENC_LOCAL_C=16 warp16:CONVBANK_CUDA_ENC_LOCAL_WARP=1,CONVBANK_CUDA_ENC_LOCAL_C=16"}
 PROFILE=${PROFILE:-1}
 
 gpu_build build-gpu
@@ -23,7 +23,7 @@ gpu_build build-gpu
 TESTCASE=${TESTCASE-"cuda:sanitize local-order*"}
 if [ -n "$TESTCASE" ]; then
   stamp "test $TESTCASE"
-  timeout "$(budget 90)" "$TESTS" --test-case="$TESTCASE" 2>&1 | tail -4
+  timeout "$(budget 150)" "$TESTS" --test-case="$TESTCASE" 2>&1 | tail -4
 fi
 
 shapes=(
@@ -31,6 +31,8 @@ shapes=(
   "4,1,1024,131072,16,8,0,1,1"
   "8,1,512,160003,20,10,0,1,1"
   "8,1,512,131072,12,6,0,1,1"
+  "8,1,256,131071,8,4,2,1,1"
+  "8,1,256,131072,32,16,0,1,1"
 )
 args=(--no-cudnn --runs 30 --workload enc_tasnet --op conv1d)
 for s in "${shapes[@]}"; do args+=(--shape "$s"); done
@@ -38,7 +40,7 @@ read -r -a variants <<<"$VARIANTS"
 ab_rounds "local-order encoder tiles" conv1d_encoder_ "${args[@]}"
 
 # Each of PROFILES (name:VAR=value,...) gets its own report: the block-wide and the warp-wide tiles.
-PROFILES=${PROFILES:-"block warp:CONVBANK_CUDA_ENC_LOCAL_WARP=1"}
+PROFILES=${PROFILES:-"block warp:CONVBANK_CUDA_ENC_LOCAL_WARP=1 pairs:CONVBANK_CUDA_ENC_LOCAL_PAIRS=1"}
 if ((PROFILE)); then
   sections=(SpeedOfLight MemoryWorkloadAnalysis ComputeWorkloadAnalysis SchedulerStats
     WarpStateStats InstructionStats Occupancy SourceCounters)

@@ -101,6 +101,12 @@ int set_encoder_local_warp(int) {
 std::uint64_t encoder_local_warp_launches() {
   return 0;
 }
+int set_encoder_local_pairs(int) {
+  return 0;
+}
+std::uint64_t encoder_local_pairs_launches() {
+  return 0;
+}
 WgmmaPolicy wgmma_policy() {
   return WgmmaPolicy::kNever;
 }
