@@ -1692,6 +1692,10 @@ TEST_CASE("cuda:sanitize local-order encoder on every tile against the float64 o
     int before = cc::set_encoder_local_warp(0);  // block-wide tiles first
     ~WarpScope() { cc::set_encoder_local_warp(before); }
   } warp_scope;
+  struct PairsScope {
+    int before = cc::set_encoder_local_pairs(0);  // lanes 32 frames apart (pairs: the next case)
+    ~PairsScope() { cc::set_encoder_local_pairs(before); }
+  } pairs_scope;
   using C = Conv1dOptions;
   GridStats stats;
   std::uint64_t seed = 5150;
