@@ -2627,7 +2627,7 @@ TEST_CASE("cuda:sanitize local-order encoder frame pairs against the float64 ora
           .padding = 7,
           .padding_mode = PaddingMode::kReplicate},
          1, 7001, true);
-    conv({.in_channels = 1, .out_channels = 128, .kernel_size = 16, .stride = 8}, 1, 300, false);
+    conv({.in_channels = 1, .out_channels = 128, .kernel_size = 16, .stride = 8}, 1, 1200, false);
     conv({.in_channels = 1, .out_channels = 20, .kernel_size = 16, .stride = 8}, 2, 3001, false);
   }
   const std::uint64_t pairs = cc::encoder_local_pairs_launches() - pairs_before;
