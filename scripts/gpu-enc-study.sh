@@ -14,7 +14,7 @@ set -u -o pipefail
 cd "$(dirname "$0")/.." || exit 1
 # shellcheck source=scripts/gpu-lib.sh
 source scripts/gpu-lib.sh
-VARIANTS=${VARIANTS:-"default warp:CONVBANK_CUDA_ENC_LOCAL_WARP=1 pairs:CONVBANK_CUDA_ENC_LOCAL_PAIRS=1 pairs-warp16:CONVBANK_CUDA_ENC_LOCAL_PAIRS=1,CONVBANK_CUDA_ENC_LOCAL_WARP=1,CONVBANK_CUDA_ENC_LOCAL_C=16 warp16:CONVBANK_CUDA_ENC_LOCAL_WARP=1,CONVBANK_CUDA_ENC_LOCAL_C=16"}
+VARIANTS=${VARIANTS:-"default c64:CONVBANK_CUDA_ENC_LOCAL_C=64 a1:CONVBANK_CUDA_ENC_LOCAL_ALIGN=1"}
 PROFILE=${PROFILE:-1}
 
 gpu_build build-gpu
@@ -40,8 +40,8 @@ read -r -a variants <<<"$VARIANTS"
 ab_rounds "local-order encoder tiles" conv1d_encoder_ "${args[@]}"
 cp "$OUT/ab.md" /tmp/study-ab.md  # for a later call on the same machine
 
-# Each of PROFILES (name:VAR=value,...) gets its own report: the block-wide and the warp-wide tiles.
-PROFILES=${PROFILES:-"block warp:CONVBANK_CUDA_ENC_LOCAL_WARP=1 pairs:CONVBANK_CUDA_ENC_LOCAL_PAIRS=1"}
+# Each of PROFILES (name:VAR=value,...) gets its own report.
+PROFILES=${PROFILES:-"block"}
 if ((PROFILE)); then
   sections=(SpeedOfLight MemoryWorkloadAnalysis ComputeWorkloadAnalysis SchedulerStats
     WarpStateStats InstructionStats Occupancy SourceCounters)

@@ -11,27 +11,13 @@ docs/performance.md, when no GPU was lent.
 """
 
 
-def phase_row_words(window, stride):
-    words = (window + stride - 1) // stride
-    if stride > 1 and 32 % stride == 0:
-        while words % 32 != 32 // stride:
-            words += 1
-    return words
-
-
-def geometry(cout_g, out, y_cs, y_bs, y_base, K=16, set_c=0, set_f=0, set_align=0, stride=8,
-             dilation=1, set_warp=0, set_pairs=0):
+def geometry(cout_g, out, y_cs, y_bs, y_base, K=16, set_c=0, set_f=0, set_align=0):
     align = min(set_align, 32) if set_align > 0 else 8
     while align & (align - 1):
         align &= align - 1
-
-    def period_of(al):
-        per = 1
-        while ((y_cs % al + al) * per) % al:
-            per *= 2
-        return per
-
-    period = period_of(align)
+    period = 1
+    while ((y_cs % align + align) * period) % align:
+        period *= 2
     tile_c = max(4, min(256, set_c)) if set_c > 0 else (32 if K <= 16 else 64)
 
     def tiles_of(per):
@@ -39,38 +25,18 @@ def geometry(cout_g, out, y_cs, y_bs, y_base, K=16, set_c=0, set_f=0, set_align=
         c = (min(rows, tile_c) + 3) // 4 * 4
         return c, per * ((rows + c - 1) // c)
 
-    want_f = set_f if set_f > 0 else 4
-    F = 4 if want_f >= 4 and K <= 16 else (2 if want_f >= 2 else 1)
-    pairs_fit = (set_pairs > 0 and dilation == 1 and stride in (4, 8, 16) and stride < K <= 2 * stride
-                 and F * stride <= 32 and F % 2 == 0)
     if tiles_of(period)[1] > tiles_of(1)[1]:
         align = period = 1
-        if pairs_fit and set_align != 1 and tiles_of(period_of(2))[1] <= tiles_of(1)[1]:
-            align, period = 2, period_of(2)
-    pairs = pairs_fit and align >= 2
     C, c_tiles = tiles_of(period)
     max_shift = 0
     if align > 1:
         shared = period == 1 and y_bs % align == 0 and (cout_g * y_cs) % align == 0
         max_shift = (y_base & (align - 1)) if shared else align - 1
-    kt = (K + 3) // 4 * 4
-
-    def buffers(per_warp):
-        frames = (32 if per_warp else 256) * F
-        window = (frames - 1) * stride + (K - 1) * dilation + 1
-        w_cols = 3 * stride if pairs else kt
-        buf = (C * w_cols + C + stride * phase_row_words(window, stride) + 3) // 4 * 4
-        fits = kt + 2 * 8 * buf <= 28672 if per_warp else kt + 2 * buf <= 24576
-        return frames, fits
-
-    per_warp = 1 if set_warp > 0 and buffers(1)[1] else 0
-    if pairs and not buffers(per_warp)[1]:
-        pairs = False
-    frames, fits = buffers(per_warp)
-    assert fits
+    want_f = set_f if set_f > 0 else 4
+    F = 4 if want_f >= 4 and K <= 16 else (2 if want_f >= 2 else 1)
+    frames = 256 * F
     t_tiles = (out + max_shift + frames - 1) // frames
-    return dict(align=align, period=period, C=C, frames=frames, t_tiles=t_tiles, c_tiles=c_tiles,
-                per_warp=per_warp, pairs=pairs)
+    return dict(align=align, period=period, C=C, frames=frames, t_tiles=t_tiles, c_tiles=c_tiles)
 
 
 def check(cout_g, groups, batch, out, y_cs, y_bs, y_base, **kw):
@@ -91,8 +57,6 @@ def check(cout_g, groups, batch, out, y_cs, y_bs, y_base, **kw):
         for i in range(rows):
             o = o0 + (i << lg)
             assert (y_base + b * y_bs + (gr * cout_g + o) * y_cs) & (A - 1) == s
-            # Pairs store float2s at even frames of the tile: the row's float at f0 is even.
-            assert not g["pairs"] or (y_base + b * y_bs + (gr * cout_g + o) * y_cs + f0) % 2 == 0
             for t in range(max(0, f0), min(out, f0 + W)):
                 key = (b, gr, o, t)
                 written[key] = written.get(key, 0) + 1
@@ -113,49 +77,24 @@ def main():
               (2, 36, 12, 2, 0, 1, 2, 2, 6000, False), (1, 96, 26, 13, 0, 1, 1, 2, 5000, True),
               (1, 20, 23, 5, 11, 1, 1, 1, 3000, False), (1, 70, 12, 4, 8, 1, 1, 2, 6000, False),
               (2, 64, 8, 8, 0, 1, 2, 3, 8192, True)]
-    # (alignment, tile channels, frames per lane, warp-wide tiles): the sanitize case's rounds.
-    rounds = [(0, 32, 1, 0), (0, 16, 2, 0), (0, 8, 4, 0), (0, 32, 4, 0), (0, 64, 2, 0),
-              (1, 32, 4, 0), (32, 16, 4, 0), (16, 16, 2, 0), (0, 32, 4, 1), (0, 64, 2, 1),
-              (0, 16, 1, 1), (1, 32, 4, 1)]
-    aligned = warp = 0
-    for align, c, f, w in rounds:
+    # (alignment, tile channels, frames per lane): the sanitize case's rounds.
+    rounds = [(0, 32, 1), (0, 16, 2), (0, 8, 4), (0, 32, 4), (0, 64, 2), (1, 32, 4), (32, 16, 4),
+              (16, 16, 2)]
+    aligned = 0
+    for align, c, f in rounds:
         for cin, cout, K, s, p, d, groups, n, frames, strided in layers:
             out = (frames + 2 * p - d * (K - 1) - 1) // s + 1
             y_cs, y_bs, base = (out + 7, (cout + 1) * (out + 7), 2) if strided else (out, cout * out, 0)
             g = check(cout // groups, groups, n, out, y_cs, y_bs, base, K=K, set_c=c, set_f=f,
-                      set_align=align, stride=s, dilation=d, set_warp=w)
+                      set_align=align)
             aligned += g["align"] > 1
-            warp += g["per_warp"]
     # enc_tasnet and other long rows, contiguous and at odd offsets.
     for cout, batch, out, base in [(512, 2, 16383, 0), (512, 2, 16384, 5), (1024, 1, 16381, 3),
                                    (384, 1, 999, 0), (260, 2, 777, 0), (128, 2, 16382, 1)]:
-        for kw in [{}, {"set_align": 32}, {"set_align": 16, "set_f": 2}, {"K": 20},
-                   {"set_warp": 1}, {"set_warp": 1, "K": 20, "stride": 10}]:
+        for kw in [{}, {"set_align": 32}, {"set_align": 16, "set_f": 2}, {"K": 20}]:
             check(cout, 1, batch, out, out, cout * out, base, **kw)
-    # The sanitize case asserts these counts (tests/test_cuda.cpp).
-    print(f"ok: every output written once; of the sanitize case's {15 * len(rounds)} launches "
-          f"{aligned} aligned, {warp} on warp-wide tiles")
-    # The frame pairs' case (tests/test_cuda.cpp): every layer takes pairs, with block-wide and
-    # warp-wide tiles; where the pairs' buffers do not fit a warp's, the block-wide ones.
-    pair_layers = [(1, 512, 16, 8, 0, 1, 1, 2, 12001, True), (1, 64, 16, 8, 3, 1, 1, 3, 4000, False),
-                   (1, 100, 12, 8, 0, 1, 1, 2, 5003, False), (1, 40, 6, 4, 2, 1, 1, 2, 3001, True),
-                   (1, 36, 8, 4, 3, 1, 1, 1, 2500, False), (2, 64, 16, 8, 0, 1, 2, 2, 6008, False),
-                   (1, 48, 20, 16, 0, 1, 1, 2, 9000, False), (1, 32, 32, 16, 7, 1, 1, 1, 7001, True),
-                   (1, 128, 16, 8, 0, 1, 1, 1, 1200, False), (1, 20, 16, 8, 0, 1, 1, 2, 3001, False)]
-    pairs = warp = 0
-    for w in (0, 1):
-        for cin, cout, K, s, p, d, groups, n, frames, strided in pair_layers:
-            out = (frames + 2 * p - d * (K - 1) - 1) // s + 1
-            y_cs, y_bs, base = (out + 7, (cout + 1) * (out + 7), 2) if strided else (out, cout * out, 0)
-            g = check(cout // groups, groups, n, out, y_cs, y_bs, base, K=K, stride=s, dilation=d,
-                      set_warp=w, set_pairs=1)
-            pairs += g["pairs"]
-            warp += g["per_warp"]
-    for cout, batch, out, base in [(64, 2, 16381, 3), (40, 1, 16382, 1)]:
-        for kw in [{}, {"set_warp": 1}, {"K": 8, "stride": 4}, {"K": 32, "stride": 16}]:
-            check(cout, 1, batch, out, out, cout * out, base, set_pairs=1, **kw)
-    print(f"ok: of the pairs case's {2 * len(pair_layers)} launches {pairs} on pairs, {warp} on "
-          f"warp-wide tiles")
+    # The sanitize case asserts this count (tests/test_cuda.cpp).
+    print(f"ok: every output written once; {aligned} of the sanitize case's launches aligned")
 
 
 if __name__ == "__main__":

@@ -1688,20 +1688,11 @@ TEST_CASE("cuda:sanitize local-order encoder on every tile against the float64 o
     int before = cc::set_encoder_local_align(0);  // the default, whatever the environment set
     ~AlignScope() { cc::set_encoder_local_align(before); }
   } align_scope;
-  struct WarpScope {
-    int before = cc::set_encoder_local_warp(0);  // block-wide tiles first
-    ~WarpScope() { cc::set_encoder_local_warp(before); }
-  } warp_scope;
-  struct PairsScope {
-    int before = cc::set_encoder_local_pairs(0);  // lanes 32 frames apart (pairs: the next case)
-    ~PairsScope() { cc::set_encoder_local_pairs(before); }
-  } pairs_scope;
   using C = Conv1dOptions;
   GridStats stats;
   std::uint64_t seed = 5150;
   int launches = 0;
   const std::uint64_t aligned_before = cc::encoder_local_aligned_launches();
-  const std::uint64_t warp_before = cc::encoder_local_warp_launches();
   auto conv = [&](const C& o, std::int64_t n, std::int64_t frames, bool strided) {
     CHECK(run_on_kernel("conv1d_encoder_local_ffma", o, n, frames, strided, seed++, stats));
     ++launches;
@@ -1729,29 +1720,14 @@ TEST_CASE("cuda:sanitize local-order encoder on every tile against the float64 o
     cc::set_encoder_local_tile(channels, lanes);
     for_each_encoder_layer(conv);
   }
-  // Warp-wide tiles (each warp its own tiles and buffers) where their buffers fit, else the
-  // block-wide ones.
-  cc::set_encoder_local_warp(1);
-  for (const auto& [align, channels, lanes] :
-       {std::tuple{0, 32, 4}, {0, 64, 2}, {0, 16, 1}, {1, 32, 4}}) {
-    CAPTURE(align);
-    CAPTURE(channels);
-    CAPTURE(lanes);
-    cc::set_encoder_local_align(align);
-    cc::set_encoder_local_tile(channels, lanes);
-    for_each_encoder_layer(conv);
-  }
   MESSAGE("local-order encoder: ", launches, " launches, worst ", stats.worst, " at ",
           stats.worst_config);
-  CHECK(launches == 180);
-  // The launches on aligned and on warp-wide tiles, as scripts/local_tiles_check.py counts them
-  // from the tile rules (it also checks there that every output is written once).
+  CHECK(launches == 120);
+  // The launches on aligned tiles, as scripts/local_tiles_check.py counts them from the tile
+  // rules (it also checks there that every output is written once).
   const std::uint64_t aligned = cc::encoder_local_aligned_launches() - aligned_before;
-  const std::uint64_t warp_wide = cc::encoder_local_warp_launches() - warp_before;
-  MESSAGE("local-order encoder: ", aligned, " launches on aligned channel tiles, ", warp_wide,
-          " on warp-wide tiles");
-  CHECK(aligned == 59);
-  CHECK(warp_wide == 55);
+  MESSAGE("local-order encoder: ", aligned, " launches on aligned channel tiles");
+  CHECK(aligned == 41);
   CHECK(stats.worst <= kTolerance);
 }
 
@@ -2186,13 +2162,12 @@ int value_class(double v) {
 }
 
 enum class Data {
-  kNonFinite,         // NaN and +Inf at a few input positions
-  kNonFiniteWeights,  // NaN, +Inf and -Inf at a few weights
-  kDynamicRange,      // |x| and |w| log-uniform in [1e-6, 1e3], random signs
-  kPositive,          // x, w and bias >= 0: no cancellation (power spectra through a mel bank)
-  kEnvelope,          // x scaled by 2^-10, 1 or 2^10 by 97-frame block and 16-channel chunk
-  kTiny,              // x around 1e-25 and w around 1e-8: far below fp16's range
-  kHuge,              // x around 1e25 and w around 1e8: far above it
+  kNonFinite,     // NaN and +Inf at a few input positions
+  kDynamicRange,  // |x| and |w| log-uniform in [1e-6, 1e3], random signs
+  kPositive,      // x, w and bias >= 0: no cancellation (power spectra through a mel bank)
+  kEnvelope,      // x scaled by 2^-10, 1 or 2^10 by 97-frame block and 16-channel chunk
+  kTiny,          // x around 1e-25 and w around 1e-8: far below fp16's range
+  kHuge,          // x around 1e25 and w around 1e8: far above it
 };
 
 // Without cancellation the partial sums grow steadily, and a rounding bias of the tensor
@@ -2254,13 +2229,6 @@ void check_special(const Options& o, std::int64_t n, std::int64_t frames, std::u
       oracle::random_array(weight_shape(o), rng, 1.0 / std::sqrt(static_cast<double>(fan_in(o))));
   Tensor wt = oracle::to_tensor(wa);
   if (data == Data::kDynamicRange) spread_magnitudes(wt, rng);
-  if (data == Data::kNonFiniteWeights) {
-    const std::int64_t O = wt.shape().batch, K = wt.shape().frames;
-    wt(std::min<std::int64_t>(1, O - 1), 0, std::min<std::int64_t>(2, K - 1)) =
-        std::numeric_limits<float>::infinity();
-    wt(O / 2, 0, K - 1) = -std::numeric_limits<float>::infinity();
-    wt(O - 1, 0, 0) = std::numeric_limits<float>::quiet_NaN();
-  }
   if (data == Data::kPositive) make_positive(wt);
   if (data == Data::kTiny || data == Data::kHuge) {
     const float f = data == Data::kTiny ? 1e-8f : 1e8f;
@@ -2314,16 +2282,15 @@ void check_special(const Options& o, std::int64_t n, std::int64_t frames, std::u
       }
     }
   }
-  const std::string what = data == Data::kNonFinite          ? "non-finite: "
-                           : data == Data::kNonFiniteWeights ? "non-finite weights: "
-                           : data == Data::kDynamicRange     ? "dynamic range: "
-                           : data == Data::kPositive         ? "positive: "
-                           : data == Data::kTiny             ? "tiny: "
-                           : data == Data::kEnvelope         ? "envelope (worst 64 frames): "
-                                                             : "huge: ";
+  const std::string what = data == Data::kNonFinite      ? "non-finite: "
+                           : data == Data::kDynamicRange ? "dynamic range: "
+                           : data == Data::kPositive     ? "positive: "
+                           : data == Data::kTiny         ? "tiny: "
+                           : data == Data::kEnvelope     ? "envelope (worst 64 frames): "
+                                                         : "huge: ";
   MESSAGE(what, kernel, ": ", nonfinite, " non-finite outputs, ", mismatched,
           " class mismatches, relative L2 of the rest ", err);
-  CHECK((data == Data::kNonFinite || data == Data::kNonFiniteWeights) == (nonfinite > 0));
+  CHECK((data == Data::kNonFinite) == (nonfinite > 0));
   CHECK_MESSAGE(mismatched == 0, mismatched, " outputs differ in class (NaN/+Inf/-Inf/finite)");
   CHECK(err <= kTolerance);
 }
@@ -2558,102 +2525,6 @@ TEST_CASE("cuda:sanitize NaN/Inf inputs reach exactly the outputs whose window h
     check_special<Layer>(o, n, frames, seed++, Data::kNonFinite);
   });
   MESSAGE("non-finite check ran: ", join(kernels));
-}
-
-// The local-order encoder's frame pairs (Winograd F(2, 2) per phase, local_compute_pairs) forced
-// onto layers that take them, with block-wide and warp-wide tiles: strides 4, 8 and 16, K from
-// stride + 1 to 2 x stride (phases with one tap), every padding mode, groups, ragged channel
-// tiles, rows shorter than a tile, odd rows and strided views (rows aligned on 2 floats where 8
-// would take more tiles). Then NaN/Inf in the inputs and in the weights, where the direct sums
-// must take over, and data of every magnitude.
-TEST_CASE("cuda:sanitize local-order encoder frame pairs against the float64 oracle") {
-  CUDA_OR_SKIP();
-  namespace cc = convbank::detail::cuda;
-  const PolicyScope policy(cc::WgmmaPolicy::kNever);
-  const EncoderLocalScope local(cc::WgmmaPolicy::kAlways);
-  struct Scopes {
-    std::pair<int, int> tile = cc::set_encoder_local_tile(0, 0);
-    int align = cc::set_encoder_local_align(0);
-    int warp = cc::set_encoder_local_warp(0);
-    int pairs = cc::set_encoder_local_pairs(1);
-    ~Scopes() {
-      cc::set_encoder_local_tile(tile.first, tile.second);
-      cc::set_encoder_local_align(align);
-      cc::set_encoder_local_warp(warp);
-      cc::set_encoder_local_pairs(pairs);
-    }
-  } scopes;
-  using C = Conv1dOptions;
-  GridStats stats;
-  std::uint64_t seed = 2626;
-  int launches = 0;
-  const std::uint64_t pairs_before = cc::encoder_local_pairs_launches();
-  const std::uint64_t warp_before = cc::encoder_local_warp_launches();
-  auto conv = [&](const C& o, std::int64_t n, std::int64_t frames, bool strided) {
-    CHECK(run_on_kernel("conv1d_encoder_local_ffma", o, n, frames, strided, seed++, stats));
-    ++launches;
-  };
-  // The same layers as scripts/local_tiles_check.py's pairs case, which counts the launches on
-  // warp-wide tiles (the pairs' buffers fit a warp's room only at up to 20 channels here).
-  for (const int warp : {0, 1}) {
-    CAPTURE(warp);
-    cc::set_encoder_local_warp(warp);
-    conv({.in_channels = 1, .out_channels = 512, .kernel_size = 16, .stride = 8}, 2, 12001, true);
-    conv({.in_channels = 1,
-          .out_channels = 64,
-          .kernel_size = 16,
-          .stride = 8,
-          .padding = 3,
-          .padding_mode = PaddingMode::kReflect},
-         3, 4000, false);
-    conv({.in_channels = 1, .out_channels = 100, .kernel_size = 12, .stride = 8}, 2, 5003, false);
-    conv({.in_channels = 1, .out_channels = 40, .kernel_size = 6, .stride = 4, .padding = 2}, 2,
-         3001, true);
-    conv({.in_channels = 1,
-          .out_channels = 36,
-          .kernel_size = 8,
-          .stride = 4,
-          .padding = 3,
-          .padding_mode = PaddingMode::kCircular},
-         1, 2500, false);
-    conv({.in_channels = 2, .out_channels = 64, .kernel_size = 16, .stride = 8, .groups = 2}, 2,
-         6008, false);
-    conv({.in_channels = 1, .out_channels = 48, .kernel_size = 20, .stride = 16, .bias = false}, 2,
-         9000, false);
-    conv({.in_channels = 1,
-          .out_channels = 32,
-          .kernel_size = 32,
-          .stride = 16,
-          .padding = 7,
-          .padding_mode = PaddingMode::kReplicate},
-         1, 7001, true);
-    conv({.in_channels = 1, .out_channels = 128, .kernel_size = 16, .stride = 8}, 1, 1200, false);
-    conv({.in_channels = 1, .out_channels = 20, .kernel_size = 16, .stride = 8}, 2, 3001, false);
-  }
-  const std::uint64_t pairs = cc::encoder_local_pairs_launches() - pairs_before;
-  const std::uint64_t warp_wide = cc::encoder_local_warp_launches() - warp_before;
-  MESSAGE("frame pairs: ", launches, " launches (", pairs, " on pairs, ", warp_wide,
-          " on warp-wide tiles), worst ", stats.worst, " at ", stats.worst_config);
-  CHECK(launches == 20);
-  CHECK(pairs == 20);
-  CHECK(warp_wide == 3);
-  CHECK(stats.worst <= kTolerance);
-  // NaN and Inf in the inputs and in the weights, every magnitude: each launch on pairs.
-  std::uint64_t special = 0;
-  for (const Data data :
-       {Data::kNonFinite, Data::kNonFiniteWeights, Data::kDynamicRange, Data::kHuge, Data::kTiny}) {
-    for (const int warp : {0, 1}) {
-      cc::set_encoder_local_warp(warp);
-      const std::uint64_t before = cc::encoder_local_pairs_launches();
-      check_special<Conv1d>(
-          C{.in_channels = 1, .out_channels = 128, .kernel_size = 16, .stride = 8, .padding = 4}, 2,
-          5001, seed++, data);
-      check_special<Conv1d>(C{.in_channels = 1, .out_channels = 64, .kernel_size = 6, .stride = 4},
-                            1, 3000, seed++, data);
-      special += cc::encoder_local_pairs_launches() - before;
-    }
-  }
-  CHECK(special == 20);
 }
 
 TEST_CASE("cuda: inputs and weights from 1e-6 to 1e3 in magnitude, every kernel family") {

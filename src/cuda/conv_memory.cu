@@ -28,7 +28,6 @@
 #include <cmath>
 #include <cstdint>
 #include <string>
-#include <tuple>
 #include <type_traits>
 #include <utility>
 
@@ -437,9 +436,6 @@ constexpr int kLocThreads = 256;
 constexpr int kLocMaxTaps = 32;
 // Dynamic shared memory of a block: two buffers of weights, bias and window, and the tap table.
 constexpr int kLocSmemFloats = 24576;
-// The same for the warp-wide tiles (eight warps' pairs of buffers): two blocks still share a
-// multiprocessor (2 x (112 + 1) KB of its 228).
-constexpr int kLocWarpSmemFloats = 28672;
 
 struct LocArgs : EncoderArgs {
   int dilation;
@@ -460,14 +456,6 @@ struct LocArgs : EncoderArgs {
   // Windows inside their row staged by copy_phase_window_inside (CONVBANK_CUDA_ENC_LOCAL_INSIDE=0
   // for A/B runs: all by copy_phase_window).
   int inside;
-  // Tiles one warp wide, each warp with buffers of its own (conv1d_encoder_local_warp_kernel),
-  // instead of one block wide.
-  int per_warp;
-  // Floats per channel of the weights staged (from w, rows that far apart): K, or with pairs the
-  // 3 x stride transformed weights of encoder_pairs_weights_kernel.
-  int w_row;
-  // Frame pairs (local_compute_pairs): the stride they take (its phases), 0 for none.
-  int pairs;
 };
 
 struct LocTile {
@@ -506,47 +494,44 @@ __device__ __forceinline__ int local_rows(const LocArgs& a, const LocTile& t) {
 // Issues the copies of a tile's weights, bias and input window (split into `stride` phase rows,
 // position i at (i % s, i / s)) into buf, as one commit group; the padding around the row by
 // plain stores. Both are visible after the caller's wait and barrier.
-// WT: floats per channel in the buffer (a.w_row of them copied, the rest zeros).
-template <int WT, int kThreads>
-__device__ __forceinline__ void local_stage(const LocArgs& a, std::uint32_t tile, float* buf,
-                                            int tid) {
+template <int KT>
+__device__ __forceinline__ void local_stage(const LocArgs& a, std::uint32_t tile, float* buf) {
   const LocTile t = local_tile_of(a, tile);
   float* sw = buf;
-  float* sb = sw + a.C * WT;
+  float* sb = sw + a.C * KT;
   float* sx = sb + a.C;
   const std::int64_t oc0 = std::int64_t{t.g} * a.cout_g + t.o0;
   const int rows = local_rows(a, t);
-  for (int i = tid; i < a.C * WT; i += kThreads) {
-    const int c = i / WT;
-    const int k = i - c * WT;
-    const bool ok = k < a.w_row && c < rows;
+  for (int i = threadIdx.x; i < a.C * KT; i += kLocThreads) {
+    const int c = i / KT;
+    const int k = i - c * KT;
+    const bool ok = k < a.K && c < rows;
     cp_async4(smem_addr(sw + i),
-              ok ? a.w + (oc0 + (std::int64_t{c} << a.period_log2)) * a.w_row + k : a.w, ok);
+              ok ? a.w + (oc0 + (std::int64_t{c} << a.period_log2)) * a.K + k : a.w, ok);
   }
-  for (int c = tid; c < a.C; c += kThreads) {
+  for (int c = threadIdx.x; c < a.C; c += kLocThreads) {
     const bool ok = a.bias != nullptr && c < rows;
     cp_async4(smem_addr(sb + c), ok ? a.bias + oc0 + (std::int64_t{c} << a.period_log2) : a.w, ok);
   }
   const float* xrow = a.x + std::int64_t{t.b} * a.x_bs + std::int64_t{t.g} * a.x_cs;
   const std::int64_t pos0 = t.f0 * a.stride - a.pad;
   if (a.inside && pos0 >= 0 && pos0 + a.window <= a.in_frames) {
-    copy_phase_window_inside<kThreads>(a, xrow + pos0, a.window, a.phase_len, sx, tid);
+    copy_phase_window_inside<kLocThreads>(a, xrow + pos0, a.window, a.phase_len, sx, threadIdx.x);
   } else {
-    copy_phase_window<kThreads>(a, xrow, pos0, a.window, a.phase_len, sx, tid);
+    copy_phase_window<kLocThreads>(a, xrow, pos0, a.window, a.phase_len, sx, threadIdx.x);
   }
   cp_async_commit();
 }
 
-// One tile from its staged buffer: the lane computes frames tl + 32 j (j < F) of every channel
-// of the tile, its warp's lanes 32 consecutive frames.
-// With S > 0 the weights are staged as pairs' transformed rows (WT = 3 S floats: taps 0 .. S - 1,
-// their sums with taps S .. 2 S - 1, then those taps), whose first and last thirds are the taps.
-template <int KT, int F, bool kWhole, int WT = KT, int S = 0>
+// One tile from its staged buffer: lane l of warp w computes frames w * 32 F + 32 j + l (j < F)
+// of every channel of the tile.
+template <int KT, int F, bool kWhole>
 __device__ __forceinline__ void local_compute(const LocArgs& a, const LocTile& t, const float* buf,
-                                              const int* soff, int tl) {
+                                              const int* soff) {
   const float* sw = buf;
-  const float* sb = sw + a.C * WT;
+  const float* sb = sw + a.C * KT;
   const float* sx = sb + a.C;
+  const int tl = (threadIdx.x >> 5) * 32 * F + (threadIdx.x & 31);
   // Taps past K read as zeros (their weights are zeros too), so no Inf meets a zero weight.
   float xv[F][KT];
 #pragma unroll
@@ -570,11 +555,10 @@ __device__ __forceinline__ void local_compute(const LocArgs& a, const LocTile& t
     const float bias = sb[c];
 #pragma unroll
     for (int j = 0; j < F; ++j) acc[j] = bias;
-    const float* wc = sw + c * WT;
+    const float* wc = sw + c * KT;
 #pragma unroll
     for (int k4 = 0; k4 < KT / 4; ++k4) {
-      const int wk = 4 * k4 + (S > 0 && 4 * k4 >= S ? S : 0);
-      const float4 w4 = *reinterpret_cast<const float4*>(wc + wk);
+      const float4 w4 = *reinterpret_cast<const float4*>(wc + 4 * k4);
 #pragma unroll
       for (int j = 0; j < F; ++j) {
         acc[j] = fmaf(w4.x, xv[j][4 * k4 + 0], acc[j]);
@@ -594,136 +578,16 @@ __device__ __forceinline__ void local_compute(const LocArgs& a, const LocTile& t
   }
 }
 
-// Frame pairs (S = stride, S < K <= 2 S, dilation 1): output frames t and t + 1 of phase row X_p
-// (X_p[i] = position i S + p) read the same X_p[t + 1], so per phase Winograd's F(2, 2) takes 3
-// multiply-adds for the pair instead of 4: with u = w_p (X_p[t] - X_p[t + 1]),
-// v = (w_p + w_{p+S}) X_p[t + 1] and r = w_{p+S} (X_p[t + 2] - X_p[t + 1]), y_t = sum u + v and
-// y_{t+1} = sum v + r. The differences are the lane's, once per tile; the weights come
-// transformed (encoder_pairs_weights_kernel). The lane computes frames wbase + 2 lane + 64 j + e
-// (j < F / 2, e < 2) and stores each pair as one float2 (the tile's rows start on a multiple of
-// `align` >= 2 floats). A non-finite or overflowing input or weight makes some output of the
-// pair non-finite, but not always the one the direct sum gives (Inf - Inf): a warp with any
-// non-finite output recomputes its frames by the direct sum (local_compute), so that NaN and
-// Inf reach the outputs PyTorch's do.
-template <int S, int F, bool kWhole>
-__device__ __forceinline__ void local_compute_pairs(const LocArgs& a, const LocTile& t,
-                                                    const float* buf, const int* soff, int wbase) {
-  constexpr int P = F / 2;
-  constexpr int WT = 3 * S;
-  const int lane = threadIdx.x & 31;
-  if (!kWhole) {
-    const std::int64_t fw = t.f0 + wbase;
-    if (fw + 32 * F <= 0 || fw >= a.out_frames) return;
-  }
-  const float* sw = buf;
-  const float* sb = sw + a.C * WT;
-  const float* sx = sb + a.C;
-  float du[P][S], dv[P][S], dr[P][S];
-#pragma unroll
-  for (int p = 0; p < S; ++p) {
-#pragma unroll
-    for (int j = 0; j < P; ++j) {
-      const float* col = sx + p * a.phase_len + wbase + 2 * lane + 64 * j;
-      const float d1 = col[1];
-      // Position (t + 2) S + p lies in the window only where tap p + S exists.
-      const float d2 = p + S < a.K ? col[2] : d1;
-      du[j][p] = col[0] - d1;
-      dv[j][p] = d1;
-      dr[j][p] = d2 - d1;
-    }
-  }
-  const std::int64_t f0 = t.f0 + wbase + 2 * lane;
-  float* yp = t.y + f0;
-  const std::int64_t row_step = a.y_cs << a.period_log2;
-  const int rows = local_rows(a, t);
-  float chk = 0.0f;
-#pragma unroll 2
-  for (int c = 0; c < rows; ++c) {
-    const float bias = sb[c];
-    float u[P], v[P], r[P];
-#pragma unroll
-    for (int j = 0; j < P; ++j) {
-      u[j] = bias;
-      v[j] = 0.0f;
-      r[j] = bias;
-    }
-    const float* wc = sw + c * WT;
-#pragma unroll
-    for (int p4 = 0; p4 < S / 4; ++p4) {
-      const float4 w0 = *reinterpret_cast<const float4*>(wc + 4 * p4);
-      const float4 ws = *reinterpret_cast<const float4*>(wc + S + 4 * p4);
-      const float4 w1 = *reinterpret_cast<const float4*>(wc + 2 * S + 4 * p4);
-#pragma unroll
-      for (int j = 0; j < P; ++j) {
-        u[j] = fmaf(w0.x, du[j][4 * p4 + 0], u[j]);
-        u[j] = fmaf(w0.y, du[j][4 * p4 + 1], u[j]);
-        u[j] = fmaf(w0.z, du[j][4 * p4 + 2], u[j]);
-        u[j] = fmaf(w0.w, du[j][4 * p4 + 3], u[j]);
-        v[j] = fmaf(ws.x, dv[j][4 * p4 + 0], v[j]);
-        v[j] = fmaf(ws.y, dv[j][4 * p4 + 1], v[j]);
-        v[j] = fmaf(ws.z, dv[j][4 * p4 + 2], v[j]);
-        v[j] = fmaf(ws.w, dv[j][4 * p4 + 3], v[j]);
-        r[j] = fmaf(w1.x, dr[j][4 * p4 + 0], r[j]);
-        r[j] = fmaf(w1.y, dr[j][4 * p4 + 1], r[j]);
-        r[j] = fmaf(w1.z, dr[j][4 * p4 + 2], r[j]);
-        r[j] = fmaf(w1.w, dr[j][4 * p4 + 3], r[j]);
-      }
-    }
-#pragma unroll
-    for (int j = 0; j < P; ++j) {
-      const float y0 = u[j] + v[j], y1 = v[j] + r[j];
-      // Non-finite iff y0 or y1 is (0 x Inf is NaN), or where |y0 y1| overflows: a false
-      // alarm costs only the direct recomputation.
-      chk = fmaf(y0, y1, chk);
-      if (kWhole) {
-        *reinterpret_cast<float2*>(yp + 64 * j) = make_float2(y0, y1);
-      } else {
-        const std::int64_t f = f0 + 64 * j;
-        if (static_cast<std::uint64_t>(f) < static_cast<std::uint64_t>(a.out_frames)) {
-          yp[64 * j] = y0;
-        }
-        if (static_cast<std::uint64_t>(f + 1) < static_cast<std::uint64_t>(a.out_frames)) {
-          yp[64 * j + 1] = y1;
-        }
-      }
-    }
-    yp += row_step;
-  }
-  if (__any_sync(0xffffffffu, !isfinite(chk))) {
-    __syncwarp();  // the direct sums' stores land after the pairs' (other lanes wrote them)
-    local_compute<2 * S, F, kWhole, WT, S>(a, t, buf, soff, wbase + lane);
-  }
-}
-
 // Blocks per multiprocessor by the registers the window takes (KT x F): four (64 registers) up to
 // 32 (ptxas gave K 16 with two frames per lane anything from 62 to 76 registers as the code
 // around it changed, hence the bound), three up to 48, two above (the default tile up to K 16,
 // four frames per lane: 122 registers).
-// Frame pairs hold their differences and, for the direct recomputation, inline the plain loop
-// too: 16 registers more.
 constexpr int local_min_blocks(int window_registers) {
   return window_registers <= 32 ? 4 : window_registers <= 48 ? 3 : 2;
 }
-constexpr int local_min_blocks(int window_registers, int pairs) {
-  return local_min_blocks(window_registers + (pairs > 0 ? 16 : 0));
-}
-// One tile of the buffer, by frame pairs (S > 0) or lanes 32 frames apart; wbase: the warp's
-// first frame in the tile.
-template <int KT, int F, int S, bool kWhole>
-__device__ __forceinline__ void local_tile(const LocArgs& a, const LocTile& t, const float* buf,
-                                           const int* soff, int wbase) {
-  if constexpr (S > 0) {
-    local_compute_pairs<S, F, kWhole>(a, t, buf, soff, wbase);
-  } else {
-    local_compute<KT, F, kWhole>(a, t, buf, soff, wbase + (threadIdx.x & 31));
-  }
-}
-
-// S > 0: frame pairs at stride S (KT = 2 S), the weights staged as transformed rows of 3 S.
-template <int KT, int F, int S = 0>
-__global__ void __launch_bounds__(kLocThreads, local_min_blocks(KT* F, S))
+template <int KT, int F>
+__global__ void __launch_bounds__(kLocThreads, local_min_blocks(KT* F))
     conv1d_encoder_local_kernel(LocArgs a) {
-  constexpr int WT = S > 0 ? 3 * S : KT;
   extern __shared__ __align__(16) float sm[];
   int* soff = reinterpret_cast<int*>(sm);  // [KT]: tap k's first word in a staged window
   float* buf0 = sm + KT;
@@ -734,13 +598,12 @@ __global__ void __launch_bounds__(kLocThreads, local_min_blocks(KT* F, S))
     soff[k] = (kd % s) * a.phase_len + kd / s;
   }
   std::uint32_t tile = blockIdx.x;
-  const int wbase = (threadIdx.x >> 5) * 32 * F;
-  if (tile < a.n_tiles) local_stage<WT, kLocThreads>(a, tile, buf0, threadIdx.x);
+  if (tile < a.n_tiles) local_stage<KT>(a, tile, buf0);
   for (int buf = 0; tile < a.n_tiles; tile += gridDim.x, buf ^= 1) {
     const std::uint32_t next = tile + gridDim.x;
     if (next < a.n_tiles) {
       // The other buffer was last read before the barrier that ended the previous tile.
-      local_stage<WT, kLocThreads>(a, next, buf0 + (buf ^ 1) * a.buf, threadIdx.x);
+      local_stage<KT>(a, next, buf0 + (buf ^ 1) * a.buf);
       cp_async_wait<1>();
     } else {
       cp_async_wait<0>();
@@ -749,69 +612,12 @@ __global__ void __launch_bounds__(kLocThreads, local_min_blocks(KT* F, S))
     const float* cur = buf0 + buf * a.buf;
     const LocTile t = local_tile_of(a, tile);
     if (t.f0 >= 0 && t.f0 + a.frames <= a.out_frames) {
-      local_tile<KT, F, S, true>(a, t, cur, soff, wbase);
+      local_compute<KT, F, true>(a, t, cur, soff);
     } else {
-      local_tile<KT, F, S, false>(a, t, cur, soff, wbase);
+      local_compute<KT, F, false>(a, t, cur, soff);
     }
     __syncthreads();  // this buffer is no longer read
   }
-}
-
-// The same tiles one warp wide (C channels x 32 F frames): each warp stages and computes its own
-// tiles in the same order (tile i, i + warps in the grid, ...) with buffers of its own, so that
-// no barrier ties the block's warps together after the tap table.
-template <int KT, int F, int S = 0>
-__global__ void __launch_bounds__(kLocThreads, local_min_blocks(KT* F, S))
-    conv1d_encoder_local_warp_kernel(LocArgs a) {
-  constexpr int WT = S > 0 ? 3 * S : KT;
-  extern __shared__ __align__(16) float sm[];
-  int* soff = reinterpret_cast<int*>(sm);
-  const int s = a.stride;
-  for (int k = threadIdx.x; k < a.K; k += kLocThreads) {
-    const int kd = k * a.dilation;
-    soff[k] = (kd % s) * a.phase_len + kd / s;
-  }
-  __syncthreads();
-  const int lane = threadIdx.x & 31;
-  float* buf0 = sm + KT + (threadIdx.x >> 5) * 2 * a.buf;
-  const std::uint32_t warps = gridDim.x * (kLocThreads / 32);
-  std::uint32_t tile = blockIdx.x * (kLocThreads / 32) + (threadIdx.x >> 5);
-  if (tile < a.n_tiles) local_stage<WT, 32>(a, tile, buf0, lane);
-  for (int buf = 0; tile < a.n_tiles; tile += warps, buf ^= 1) {
-    const std::uint32_t next = tile + warps;
-    if (next < a.n_tiles) {
-      // The other buffer was last read before the __syncwarp that ended the previous tile.
-      local_stage<WT, 32>(a, next, buf0 + (buf ^ 1) * a.buf, lane);
-      cp_async_wait<1>();
-    } else {
-      cp_async_wait<0>();
-    }
-    __syncwarp();
-    const float* cur = buf0 + buf * a.buf;
-    const LocTile t = local_tile_of(a, tile);
-    if (t.f0 >= 0 && t.f0 + a.frames <= a.out_frames) {
-      local_tile<KT, F, S, true>(a, t, cur, soff, 0);
-    } else {
-      local_tile<KT, F, S, false>(a, t, cur, soff, 0);
-    }
-    __syncwarp();  // this buffer is no longer read
-  }
-}
-
-// Frame pairs' weights (see local_compute_pairs): row r of 3 S floats holds w_p, w_p + w_{p+S}
-// and w_{p+S} for p < S (taps past K zero), from the one-channel weights w (rows of K).
-__global__ void encoder_pairs_weights_kernel(const float* w, int K, int S, std::int64_t items,
-                                             float* out) {
-  const std::int64_t i = std::int64_t{blockIdx.x} * blockDim.x + threadIdx.x;
-  if (i >= items) return;
-  const std::int64_t r = i / S;
-  const int p = static_cast<int>(i - r * S);
-  const float w0 = w[r * K + p];
-  const float w1 = p + S < K ? w[r * K + p + S] : 0.0f;
-  float* o = out + r * 3 * S;
-  o[p] = w0;
-  o[S + p] = w0 + w1;
-  o[2 * S + p] = w1;
 }
 
 // ---- depthwise -------------------------------------------------------------------------------
@@ -1310,16 +1116,6 @@ std::atomic<int> g_local_f{env_int("CONVBANK_CUDA_ENC_LOCAL_F")};
 // channels per tile at 512 outputs, which local_geometry no longer takes) 0.230, 0.109, 0.158.
 std::atomic<int> g_local_align{env_int("CONVBANK_CUDA_ENC_LOCAL_ALIGN")};
 std::atomic<std::uint64_t> g_local_aligned_launches{0};
-// Warp-wide tiles (conv1d_encoder_local_warp_kernel) where their buffers fit: 1; block-wide: 0
-// (unset). Read once from CONVBANK_CUDA_ENC_LOCAL_WARP for A/B runs; set_encoder_local_warp for
-// the tests.
-std::atomic<int> g_local_warp{env_int("CONVBANK_CUDA_ENC_LOCAL_WARP")};
-std::atomic<std::uint64_t> g_local_warp_launches{0};
-// Frame pairs (local_compute_pairs) where the layer takes them: 1; lanes 32 frames apart: 0
-// (unset). Read once from CONVBANK_CUDA_ENC_LOCAL_PAIRS for A/B runs; set_encoder_local_pairs
-// for the tests.
-std::atomic<int> g_local_pairs{env_int("CONVBANK_CUDA_ENC_LOCAL_PAIRS")};
-std::atomic<std::uint64_t> g_local_pairs_launches{0};
 
 // Taps held in registers: K rounded up to a multiple of 4 (the weights are read as float4).
 int local_taps(std::int64_t k) {
@@ -1342,12 +1138,8 @@ bool local_geometry(LocArgs& a, const Conv1dParams& p) {
   while ((align & (align - 1)) != 0) align &= align - 1;
   const std::int64_t y_cs = a.y_cs != 0 ? a.y_cs : p.out_frames;
   const std::int64_t y_bs = a.y_cs != 0 ? a.y_bs : p.out_channels * p.out_frames;
-  const auto period_of = [&](int al) {
-    int per = 1;
-    while ((y_cs % al + al) * per % al != 0) per *= 2;
-    return per;
-  };
-  int period = period_of(align);
+  int period = 1;
+  while ((y_cs % align + align) * period % align != 0) period *= 2;
   // Channels per tile (a multiple of 4) and channel tiles where a tile's channels are `period`
   // apart; aligned only where that takes no more tiles than contiguous channels: fewer channels
   // per tile stage the window for fewer of them (log step 123: 16-channel tiles at 32 floats ran
@@ -1358,24 +1150,7 @@ bool local_geometry(LocArgs& a, const Conv1dParams& p) {
     const std::int64_t c = (std::min(rows, tile_c) + 3) / 4 * 4;
     return std::pair{c, per * ((rows + c - 1) / c)};
   };
-  const int want_f = set_f > 0 ? set_f : 4;
-  // Four frames per lane only with 16 taps or fewer (64 registers of window).
-  const int F = want_f >= 4 && p.kernel_size <= 16 ? 4 : want_f >= 2 ? 2 : 1;
-  // Frame pairs: two taps per phase at most, 4, 8 or 16 phases (the weights' float4 reads and
-  // the differences' registers: 3 x stride x F / 2), an even F, and float2 stores on rows
-  // aligned to at least 2 floats (where `align` takes more tiles, 2 may not).
-  const bool pairs_fit = g_local_pairs.load(std::memory_order_relaxed) > 0 && p.dilation == 1 &&
-                         (p.stride == 4 || p.stride == 8 || p.stride == 16) &&
-                         p.stride < p.kernel_size && p.kernel_size <= 2 * p.stride &&
-                         F * p.stride <= 32 && F % 2 == 0;
-  if (tiles_of(period).second > tiles_of(1).second) {
-    align = period = 1;
-    if (pairs_fit && set_align != 1 && tiles_of(period_of(2)).second <= tiles_of(1).second) {
-      align = 2;
-      period = period_of(2);
-    }
-  }
-  bool pairs = pairs_fit && align >= 2;
+  if (tiles_of(period).second > tiles_of(1).second) align = period = 1;
   const auto [tile_channels, c_tiles] = tiles_of(period);
   const int C = static_cast<int>(tile_channels);
   // The most a tile's frames start before a multiple of the tile: the one offset that every row
@@ -1387,29 +1162,19 @@ bool local_geometry(LocArgs& a, const Conv1dParams& p) {
                     ? static_cast<int>((reinterpret_cast<std::uintptr_t>(a.y) >> 2) & (align - 1))
                     : align - 1;
   }
+  const int want_f = set_f > 0 ? set_f : 4;
+  // Four frames per lane only with 16 taps or fewer (64 registers of window).
+  const int F = want_f >= 4 && p.kernel_size <= 16 ? 4 : want_f >= 2 ? 2 : 1;
   if (p.in_channels != p.groups || p.kernel_size > kLocMaxTaps) return false;
-  const int kt = local_taps(p.kernel_size);
-  // Frames per tile, staging buffers per block and their room, block-wide or warp-wide tiles.
-  const auto buffers = [&](int per_warp) {
-    const std::int64_t frames = (per_warp ? 32LL : 256LL) * F;
-    const std::int64_t window = (frames - 1) * p.stride + (p.kernel_size - 1) * p.dilation + 1;
-    const std::int64_t phase_len = phase_row_words(window, p.stride);
-    const std::int64_t w_cols = pairs ? 3 * p.stride : kt;
-    const std::int64_t buf = (C * w_cols + C + p.stride * phase_len + 3) / 4 * 4;
-    const bool fits = per_warp ? kt + 2 * (kLocThreads / 32) * buf <= kLocWarpSmemFloats
-                               : kt + 2 * buf <= kLocSmemFloats;
-    return std::tuple{frames, window, phase_len, buf, fits};
-  };
-  int per_warp = g_local_warp.load(std::memory_order_relaxed) > 0 ? 1 : 0;
-  if (per_warp && !std::get<4>(buffers(1))) per_warp = 0;
-  // Pairs' weights take 3 x stride floats per channel instead of K: without them where they
-  // do not fit.
-  if (pairs && !std::get<4>(buffers(per_warp))) pairs = false;
-  const auto [frames, window, phase_len, buf, fits] = buffers(per_warp);
+  const std::int64_t frames = 256LL * F;
+  const std::int64_t window = (frames - 1) * p.stride + (p.kernel_size - 1) * p.dilation + 1;
+  const std::int64_t phase_len = phase_row_words(window, p.stride);
   // Shifted tiles reach up to max_shift frames past the row's end.
   const std::int64_t t_tiles = (p.out_frames + max_shift + frames - 1) / frames;
   const std::int64_t n_tiles = t_tiles * c_tiles * p.groups * p.batch;
-  if (n_tiles >= (std::int64_t{1} << 31) || !fits) return false;
+  const int kt = local_taps(p.kernel_size);
+  const std::int64_t buf = (C * kt + C + p.stride * phase_len + 3) / 4 * 4;
+  if (n_tiles >= (std::int64_t{1} << 31) || kt + 2 * buf > kLocSmemFloats) return false;
   a.cout_g = cout_g;
   a.groups = p.groups;
   a.batch = p.batch;
@@ -1432,62 +1197,30 @@ bool local_geometry(LocArgs& a, const Conv1dParams& p) {
   a.g_magic = div_magic(p.groups);
   static const bool inside_off = env_off("CONVBANK_CUDA_ENC_LOCAL_INSIDE");
   a.inside = inside_off ? 0 : 1;
-  a.per_warp = per_warp;
-  a.pairs = pairs ? static_cast<int>(p.stride) : 0;
-  a.w_row = pairs ? 3 * a.pairs : static_cast<int>(p.kernel_size);
   return true;
 }
 
-template <int KT, int F, int S = 0>
+template <int KT, int F>
 void launch_local(const LocArgs& a, std::size_t smem, cudaStream_t stream) {
-  const auto kernel = conv1d_encoder_local_kernel<KT, F, S>;
+  const auto kernel = conv1d_encoder_local_kernel<KT, F>;
   // Above 48 KB a kernel must opt in to its dynamic shared memory (once, for the largest size).
   static const cudaError_t opted = cudaFuncSetAttribute(
       kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, sizeof(float) * kLocSmemFloats);
   check_cuda(opted, "cudaFuncSetAttribute (local encoder shared memory)");
-  const int per_sm = resident_blocks<conv1d_encoder_local_kernel<KT, F, S>>(kLocThreads, smem);
+  const int per_sm = resident_blocks<conv1d_encoder_local_kernel<KT, F>>(kLocThreads, smem);
   const std::int64_t resident = std::int64_t{per_sm} * num_sms();
   const std::int64_t blocks = std::min<std::int64_t>(a.n_tiles, resident);
   kernel<<<static_cast<unsigned>(blocks), kLocThreads, smem, stream>>>(a);
 }
 
-template <int KT, int F, int S = 0>
-void launch_local_warp(const LocArgs& a, std::size_t smem, cudaStream_t stream) {
-  const auto kernel = conv1d_encoder_local_warp_kernel<KT, F, S>;
-  static const cudaError_t opted = cudaFuncSetAttribute(
-      kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, sizeof(float) * kLocWarpSmemFloats);
-  check_cuda(opted, "cudaFuncSetAttribute (local encoder shared memory)");
-  const int per_sm = resident_blocks<conv1d_encoder_local_warp_kernel<KT, F, S>>(kLocThreads, smem);
-  const std::int64_t warps = kLocThreads / 32;
-  const std::int64_t resident = std::int64_t{per_sm} * num_sms();
-  const std::int64_t blocks = std::min<std::int64_t>((a.n_tiles + warps - 1) / warps, resident);
-  kernel<<<static_cast<unsigned>(blocks), kLocThreads, smem, stream>>>(a);
-}
-
-template <int KT, int F, int S = 0>
-void launch_local_tiles(const LocArgs& a, std::size_t smem, cudaStream_t stream) {
-  if (a.per_warp) return launch_local_warp<KT, F, S>(a, smem, stream);
-  launch_local<KT, F, S>(a, smem, stream);
-}
-
-// Frame pairs at stride S: four frames per lane up to stride 8, two at 16.
-template <int S>
-void launch_local_pairs(const LocArgs& a, std::size_t smem, cudaStream_t stream) {
-  const int f = a.frames / (a.per_warp ? 32 : 256);
-  if constexpr (S <= 8) {
-    if (f == 4) return launch_local_tiles<2 * S, 4, S>(a, smem, stream);
-  }
-  launch_local_tiles<2 * S, 2, S>(a, smem, stream);
-}
-
 template <int KT>
 void launch_local_frames(const LocArgs& a, std::size_t smem, cudaStream_t stream) {
-  const int f = a.frames / (a.per_warp ? 32 : 256);
+  const int f = a.frames / 256;
   if constexpr (KT <= 16) {
-    if (f == 4) return launch_local_tiles<KT, 4>(a, smem, stream);
+    if (f == 4) return launch_local<KT, 4>(a, smem, stream);
   }
-  if (f == 2) return launch_local_tiles<KT, 2>(a, smem, stream);
-  launch_local_tiles<KT, 1>(a, smem, stream);
+  if (f == 2) return launch_local<KT, 2>(a, smem, stream);
+  launch_local<KT, 1>(a, smem, stream);
 }
 
 // The launcher for each count of taps held, 4 to kLocMaxTaps by 4: entry kt / 4 - 1.
@@ -1498,9 +1231,6 @@ constexpr auto local_launchers(std::integer_sequence<int, I...>) {
 constexpr auto kLocLaunchers = local_launchers(std::make_integer_sequence<int, kLocMaxTaps / 4>{});
 
 void launch_local_taps(const LocArgs& a, int kt, std::size_t smem, cudaStream_t stream) {
-  if (a.pairs == 4) return launch_local_pairs<4>(a, smem, stream);
-  if (a.pairs == 8) return launch_local_pairs<8>(a, smem, stream);
-  if (a.pairs == 16) return launch_local_pairs<16>(a, smem, stream);
   kLocLaunchers[std::clamp(kt / 4, 1, kLocMaxTaps / 4) - 1](a, smem, stream);
 }
 
@@ -1529,22 +1259,6 @@ std::uint64_t encoder_local_aligned_launches() {
   return g_local_aligned_launches.load(std::memory_order_relaxed);
 }
 
-int set_encoder_local_warp(int on) {
-  return g_local_warp.exchange(on, std::memory_order_relaxed);
-}
-
-int set_encoder_local_pairs(int on) {
-  return g_local_pairs.exchange(on, std::memory_order_relaxed);
-}
-
-std::uint64_t encoder_local_pairs_launches() {
-  return g_local_pairs_launches.load(std::memory_order_relaxed);
-}
-
-std::uint64_t encoder_local_warp_launches() {
-  return g_local_warp_launches.load(std::memory_order_relaxed);
-}
-
 void launch_conv1d_encoder_local(const Conv1dParams& p, TensorView<const float> x, const float* w,
                                  const float* bias, TensorView<float> y, cudaStream_t stream,
                                  const char* name) {
@@ -1555,25 +1269,10 @@ void launch_conv1d_encoder_local(const Conv1dParams& p, TensorView<const float> 
   }
   if (a.n_tiles == 0) return;
   const int kt = local_taps(p.kernel_size);
-  const int units = a.per_warp ? kLocThreads / 32 : 1;
-  const std::size_t smem = sizeof(float) * static_cast<std::size_t>(kt + 2 * units * a.buf);
+  const std::size_t smem = sizeof(float) * static_cast<std::size_t>(kt + 2 * a.buf);
   if (a.align > 1) g_local_aligned_launches.fetch_add(1, std::memory_order_relaxed);
-  if (a.per_warp) g_local_warp_launches.fetch_add(1, std::memory_order_relaxed);
-  if (a.pairs == 0) {
-    launch_local_taps(a, kt, smem, stream);
-    check_launch(name, p);
-    return;
-  }
-  g_local_pairs_launches.fetch_add(1, std::memory_order_relaxed);
-  const std::int64_t items = p.out_channels * a.pairs;
-  Workspace ws(sizeof(float) * 3 * static_cast<std::size_t>(items), stream, "encoder pair weights");
-  encoder_pairs_weights_kernel<<<grid_dim((items + 255) / 256, kMaxGridX), 256, 0, stream>>>(
-      a.w, a.K, a.pairs, items, ws.floats());
-  check_launch("encoder_pairs_weights", p);
-  a.w = ws.floats();
   launch_local_taps(a, kt, smem, stream);
   check_launch(name, p);
-  ws.free("encoder pair weights");
 }
 
 bool conv1d_depthwise_supported(const Conv1dParams& p) {

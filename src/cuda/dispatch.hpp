@@ -44,14 +44,6 @@ std::pair<int, int> set_encoder_local_tile(int channels, int frames_per_lane);
 int set_encoder_local_align(int floats);
 // Launches of the local-order encoder with aligned channel tiles so far (the tests count them).
 std::uint64_t encoder_local_aligned_launches();
-// Warp-wide tiles in the local-order encoder where their buffers fit (1) or block-wide ones (0);
-// returns the previous setting. And the count of launches that took warp-wide tiles.
-int set_encoder_local_warp(int on);
-std::uint64_t encoder_local_warp_launches();
-// Frame pairs (Winograd F(2, 2) per phase) in the local-order encoder where the layer takes them
-// (1) or not (0); returns the previous setting. And the count of launches that took them.
-int set_encoder_local_pairs(int on);
-std::uint64_t encoder_local_pairs_launches();
 // The same for the tensor-core encoder (conv1d_encoder_wgmma_3xtf32; CONVBANK_CUDA_ENC_WGMMA=0|1),
 // and its channels per item for the tests: a power of two times 64, at most what a block's
 // weights hold (0: 256; CONVBANK_CUDA_ENC_WGMMA_CH sets the start value). Returns the value set

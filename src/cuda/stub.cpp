@@ -95,18 +95,6 @@ int set_encoder_local_align(int) {
 std::uint64_t encoder_local_aligned_launches() {
   return 0;
 }
-int set_encoder_local_warp(int) {
-  return 0;
-}
-std::uint64_t encoder_local_warp_launches() {
-  return 0;
-}
-int set_encoder_local_pairs(int) {
-  return 0;
-}
-std::uint64_t encoder_local_pairs_launches() {
-  return 0;
-}
 WgmmaPolicy wgmma_policy() {
   return WgmmaPolicy::kNever;
 }
