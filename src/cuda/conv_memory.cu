@@ -1027,8 +1027,6 @@ void set_encoder_args(EncoderArgs& a, const Conv1dParams& p, TensorView<const fl
   a.stride = static_cast<int>(p.stride);
   a.mode = to_pad_mode(p.padding_mode);
   a.s_magic = a.stride >= 2 ? static_cast<unsigned>(((1ULL << 32) + a.stride - 1) / a.stride) : 0u;
-  static const bool wrap_always = env_off("CONVBANK_CUDA_ENC_FIXED_PHASE");
-  a.fixed_phase = wrap_always ? 0 : 1;
 }
 
 bool conv1d_encoder_supported(const Conv1dParams& p) {
