@@ -38,7 +38,6 @@ args=(--no-cudnn --runs 30 --workload enc_tasnet --op conv1d)
 for s in "${shapes[@]}"; do args+=(--shape "$s"); done
 read -r -a variants <<<"$VARIANTS"
 ab_rounds "local-order encoder tiles" conv1d_encoder_ "${args[@]}"
-cp "$OUT/ab.md" /tmp/study-ab.md  # for a later call on the same machine
 
 # Each of PROFILES (name:VAR=value,...) gets its own report.
 PROFILES=${PROFILES:-"block"}
