@@ -456,6 +456,9 @@ struct LocArgs : EncoderArgs {
   // Windows inside their row staged by copy_phase_window_inside (CONVBANK_CUDA_ENC_LOCAL_INSIDE=0
   // for A/B runs: all by copy_phase_window).
   int inside;
+  // K is the taps held (a multiple of 4): the window's loads need no test per tap
+  // (CONVBANK_CUDA_ENC_LOCAL_FASTLOAD=0 for A/B runs: always tested).
+  int full_taps;
 };
 
 struct LocTile {
@@ -534,11 +537,22 @@ __device__ __forceinline__ void local_compute(const LocArgs& a, const LocTile& t
   const int tl = (threadIdx.x >> 5) * 32 * F + (threadIdx.x & 31);
   // Taps past K read as zeros (their weights are zeros too), so no Inf meets a zero weight.
   float xv[F][KT];
+  if (a.full_taps) {
+    // K == KT: no tap to zero, so no test per tap (log step 127: the tests and zeroing took
+    // about half of these loads' instructions).
 #pragma unroll
-  for (int k = 0; k < KT; ++k) {
-    const int off = k < a.K ? soff[k] + tl : 0;
+    for (int k = 0; k < KT; ++k) {
+      const float* xk = sx + soff[k] + tl;
 #pragma unroll
-    for (int j = 0; j < F; ++j) xv[j][k] = k < a.K ? sx[off + 32 * j] : 0.0f;
+      for (int j = 0; j < F; ++j) xv[j][k] = xk[32 * j];
+    }
+  } else {
+#pragma unroll
+    for (int k = 0; k < KT; ++k) {
+      const int off = k < a.K ? soff[k] + tl : 0;
+#pragma unroll
+      for (int j = 0; j < F; ++j) xv[j][k] = k < a.K ? sx[off + 32 * j] : 0.0f;
+    }
   }
   const std::int64_t f0 = t.f0 + tl;
   if (!kWhole) {
@@ -1027,6 +1041,8 @@ void set_encoder_args(EncoderArgs& a, const Conv1dParams& p, TensorView<const fl
   a.stride = static_cast<int>(p.stride);
   a.mode = to_pad_mode(p.padding_mode);
   a.s_magic = a.stride >= 2 ? static_cast<unsigned>(((1ULL << 32) + a.stride - 1) / a.stride) : 0u;
+  static const bool wrap_always = env_off("CONVBANK_CUDA_ENC_FIXED_PHASE");
+  a.fixed_phase = wrap_always ? 0 : 1;
 }
 
 bool conv1d_encoder_supported(const Conv1dParams& p) {
@@ -1197,6 +1213,8 @@ bool local_geometry(LocArgs& a, const Conv1dParams& p) {
   a.g_magic = div_magic(p.groups);
   static const bool inside_off = env_off("CONVBANK_CUDA_ENC_LOCAL_INSIDE");
   a.inside = inside_off ? 0 : 1;
+  static const bool tested_loads = env_off("CONVBANK_CUDA_ENC_LOCAL_FASTLOAD");
+  a.full_taps = !tested_loads && p.kernel_size == kt ? 1 : 0;
   return true;
 }
 
