@@ -130,19 +130,20 @@ if has bench && [ -x "$BUILD/apps/bench_cuda/convbank-bench-cuda" ]; then
     CONVBANK_CUDA_S2D=0 timeout "$(budget 60)" "$BUILD/apps/bench_cuda/convbank-bench-cuda" \
       --no-cudnn --workload enc_stft512 --workload x_strided 2>/dev/null | grep -E '^\| (enc|x_)' \
       >>"$OUT/bench.md"
-    # One-channel encoders: the dispatcher's default, conv1d_encoder_ffma instead of the
-    # local-order encoder, the tensor-core encoder everywhere and nowhere, and the local-order
-    # encoder with every window staged by the generic copy (CONVBANK_CUDA_ENC_LOCAL_INSIDE=0);
-    # default again. The second shape is enc_tasnet on rows of 16384 frames, each starting on a
-    # 128-byte line (log step 122).
+    # One-channel encoders: the dispatcher's default, the local-order encoder's window staged
+    # with the per-word phase wrap and loaded with a test per tap ("none", log step 129),
+    # conv1d_encoder_ffma instead of the local-order encoder, the tensor-core encoder everywhere;
+    # default and "none" again. The second shape is enc_tasnet on rows of 16384 frames, each
+    # starting on a 128-byte line (log step 122).
     enc_shapes="--shape 16,1,512,131072,16,8,0,1,1 --shape 16,1,512,131080,16,8,0,1,1
       --shape 8,1,512,160003,20,10,0,1,1
       --shape 4,1,1024,131072,16,8,0,1,1 --shape 8,1,128,131072,3,1,0,1,1
       --shape 16,1,256,131072,32,16,0,1,1 --shape 16,1,64,131071,16,8,3,1,1
       --shape 8,1,512,131072,12,6,0,1,1 --shape 4,1,64,65536,5,1,2,1,1
       --shape 16,1,512,131072,16,4,0,1,1 --shape 8,1,256,131072,8,4,0,1,1"
-    for v in CONVBANK_AB=default CONVBANK_CUDA_ENC_LOCAL=0 CONVBANK_CUDA_ENC_WGMMA=1 \
-      CONVBANK_CUDA_ENC_WGMMA=0 CONVBANK_CUDA_ENC_LOCAL_INSIDE=0 CONVBANK_AB=default; do
+    none=CONVBANK_CUDA_ENC_FIXED_PHASE=0,CONVBANK_CUDA_ENC_LOCAL_FASTLOAD=0
+    for v in CONVBANK_AB=default $none CONVBANK_CUDA_ENC_LOCAL=0 CONVBANK_CUDA_ENC_WGMMA=1 \
+      CONVBANK_AB=default $none; do
       echo "## encoders, $v" >>"$OUT/bench.md"
       # shellcheck disable=SC2086
       env ${v//,/ } timeout "$(budget 40)" \
