@@ -1041,8 +1041,7 @@ void set_encoder_args(EncoderArgs& a, const Conv1dParams& p, TensorView<const fl
   a.stride = static_cast<int>(p.stride);
   a.mode = to_pad_mode(p.padding_mode);
   a.s_magic = a.stride >= 2 ? static_cast<unsigned>(((1ULL << 32) + a.stride - 1) / a.stride) : 0u;
-  static const bool wrap_always = env_off("CONVBANK_CUDA_ENC_FIXED_PHASE");
-  a.fixed_phase = wrap_always ? 0 : 1;
+  a.fixed_phase = 0;  // the local-order encoder's choice (local_geometry)
 }
 
 bool conv1d_encoder_supported(const Conv1dParams& p) {
@@ -1213,6 +1212,11 @@ bool local_geometry(LocArgs& a, const Conv1dParams& p) {
   a.g_magic = div_magic(p.groups);
   static const bool inside_off = env_off("CONVBANK_CUDA_ENC_LOCAL_INSIDE");
   a.inside = inside_off ? 0 : 1;
+  // Only here: on the H200 (log step 129 in docs/performance.md, ms, fixed phase vs the wrap)
+  // it made this kernel 1-3 % faster (enc_tasnet 0.181 vs 0.182-0.188) but the tensor-core
+  // encoder slower (1 -> 512, K 16, s 4: 0.400-0.406 vs 0.389-0.390).
+  static const bool wrap_always = env_off("CONVBANK_CUDA_ENC_FIXED_PHASE");
+  a.fixed_phase = wrap_always ? 0 : 1;
   static const bool tested_loads = env_off("CONVBANK_CUDA_ENC_LOCAL_FASTLOAD");
   a.full_taps = !tested_loads && p.kernel_size == kt ? 1 : 0;
   return true;

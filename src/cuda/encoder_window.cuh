@@ -27,7 +27,8 @@ struct EncoderArgs {
   // loop's integer division by a runtime value was about 20 instructions per word.
   unsigned s_magic;
   // copy_phase_window_inside's loop without the phase row's wrap where the stride divides the
-  // threads (1; CONVBANK_CUDA_ENC_FIXED_PHASE=0 for A/B runs: 0).
+  // threads (1: the local-order encoder, unless CONVBANK_CUDA_ENC_FIXED_PHASE=0; 0: always the
+  // general loop).
   int fixed_phase;
 };
 
