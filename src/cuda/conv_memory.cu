@@ -1212,9 +1212,10 @@ bool local_geometry(LocArgs& a, const Conv1dParams& p) {
   a.g_magic = div_magic(p.groups);
   static const bool inside_off = env_off("CONVBANK_CUDA_ENC_LOCAL_INSIDE");
   a.inside = inside_off ? 0 : 1;
-  // Only here: on the H200 (log step 129 in docs/performance.md, ms, fixed phase vs the wrap)
-  // it made this kernel 1-3 % faster (enc_tasnet 0.181 vs 0.182-0.188) but the tensor-core
-  // encoder slower (1 -> 512, K 16, s 4: 0.400-0.406 vs 0.389-0.390).
+  // Only here: on the H200 (log step 129 in docs/performance.md, ms) this kernel ran 1-3 % faster
+  // with the fixed phase and the untested loads below together (enc_tasnet 0.181 vs 0.182-0.188),
+  // but the tensor-core encoder, which shares the staging loop, slower with the fixed phase
+  // (1 -> 512, K 16, s 4: 0.400-0.406 vs 0.389-0.390).
   static const bool wrap_always = env_off("CONVBANK_CUDA_ENC_FIXED_PHASE");
   a.fixed_phase = wrap_always ? 0 : 1;
   static const bool tested_loads = env_off("CONVBANK_CUDA_ENC_LOCAL_FASTLOAD");
