@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # The GPU check, one call on the lent H200 machine (see shared/device-notes.md):
 # configure (Release, sm_90, no libsndfile there) -> build -> all tests (ctest: cuda:*, then the
-# CPU ones) -> convbank-bench-cuda against cuDNN (and the A/B tables) -> streaming latency on the
-# GPU (convbank bench-stream --device cuda against PyTorch with CUDA-graph replay,
-# scripts/bench_stream.py; the cuda:stream* tests run in the test stage) -> PyTorch parity of
-# `convbank conv1d|conv-transpose1d --device cuda` -> compute-sanitizer memcheck + racecheck on
-# the cuda:sanitize* subset.
+# CPU ones) -> compute-sanitizer memcheck + racecheck on the cuda:sanitize* subset (before the
+# benchmark, whose A/B tables the deadline may cut) -> convbank-bench-cuda against cuDNN (and the
+# A/B tables) -> streaming latency on the GPU (convbank bench-stream --device cuda against
+# PyTorch with CUDA-graph replay, scripts/bench_stream.py; the cuda:stream* tests run in the test
+# stage) -> PyTorch parity of `convbank conv1d|conv-transpose1d --device cuda`.
 # Logs and JSON go to $OUT (at most 8 files come back from the device machine); a short
 # summary is printed last. Kept under ~9 minutes.
 #
@@ -13,6 +13,7 @@
 #   STAGES="build bench" scripts/gpu-check.sh  # a subset: build test sanitize parity bench stream probe
 #   STREAM_ARGS="--count 2000" STAGES="build stream" scripts/gpu-check.sh
 #   BENCH_ARGS="--workload seedB" scripts/gpu-check.sh
+#   AB=0 scripts/gpu-check.sh                  # everything but the A/B tables
 # Profiles of single kernels: scripts/gpu-profile.sh.
 #   TEST_CASES='cuda:sanitize*' STAGES="build test bench" BENCH_ARGS="--workload dec_tasnet" \
 #     scripts/gpu-check.sh   # quick iteration: only these doctest cases, no CPU tests
@@ -24,6 +25,7 @@ BUILD=${BUILD:-build-gpu}
 STAGES=${STAGES:-"build test sanitize parity bench stream"}
 STREAM_ARGS=${STREAM_ARGS:-}
 BENCH_ARGS=${BENCH_ARGS:-}
+AB=${AB:-1}  # 0: the main benchmark table only, none of the A/B tables after it
 export PATH=/usr/local/cuda/bin:$PATH
 declare -A status
 start=$(date +%s)
@@ -79,6 +81,24 @@ elif has test && [ -x "$TESTS" ]; then
   stamp "all tests: ${status[test]} ($(grep -E 'tests passed|tests failed' "$OUT/ctest.log" | tail -1))"
 fi
 
+if has sanitize && [ -x "$TESTS" ]; then
+  stamp "compute-sanitizer memcheck + racecheck on cuda:sanitize*"
+  status[sanitize]=ok
+  # racecheck leaves out the 3xFP16 case: it reports the job scale that the SS kernel's producer
+  # stores before bar.arrive and its consumers load after bar.sync on the same named barrier (and
+  # the reverse for the stage's reuse) as a hazard, though the PTX ISA (barrier, 9.7.13.1)
+  # documents exactly that producer/consumer exchange as ordered; memcheck runs it.
+  for tool in memcheck racecheck; do
+    echo "=== $tool ===" >>"$OUT/sanitize.log"
+    exclude=""
+    [ "$tool" = racecheck ] && exclude='cuda:sanitize 3xFP16*'
+    timeout "$(budget 75)" compute-sanitizer --tool "$tool" --error-exitcode 9 \
+      "$TESTS" --test-case='cuda:sanitize*' --test-case-exclude="$exclude" \
+      >>"$OUT/sanitize.log" 2>&1 || status[sanitize]=FAIL
+  done
+  stamp "sanitize: ${status[sanitize]}"
+fi
+
 if has bench && [ -x "$BUILD/apps/bench_cuda/convbank-bench-cuda" ]; then
   stamp "benchmark against cuDNN"
   # shellcheck disable=SC2086
@@ -90,7 +110,7 @@ if has bench && [ -x "$BUILD/apps/bench_cuda/convbank-bench-cuda" ]; then
     tail -5 "$OUT/bench.err"
   fi
   cat "$OUT/bench.err" >>"$OUT/bench.md"; rm -f "$OUT/bench.err"
-  if [ -z "$BENCH_ARGS" ]; then
+  if [ -z "$BENCH_ARGS" ] && [ "$AB" = 1 ]; then
     # A/B of the dispatcher's choices: the tensor-core kernel wherever it applies, and the FFMA
     # kernels only (JSON for docs/performance.md), on the nine workloads and the off-list shapes.
     for policy in 1 0; do
@@ -210,24 +230,6 @@ if has parity && [ -x "$BUILD/apps/convbank" ]; then
     status[parity]=FAIL
   fi
   stamp "parity: ${status[parity]} ($(tail -1 "$OUT/parity.log"))"
-fi
-
-if has sanitize && [ -x "$TESTS" ]; then
-  stamp "compute-sanitizer memcheck + racecheck on cuda:sanitize*"
-  status[sanitize]=ok
-  # racecheck leaves out the 3xFP16 case: it reports the job scale that the SS kernel's producer
-  # stores before bar.arrive and its consumers load after bar.sync on the same named barrier (and
-  # the reverse for the stage's reuse) as a hazard, though the PTX ISA (barrier, 9.7.13.1)
-  # documents exactly that producer/consumer exchange as ordered; memcheck runs it.
-  for tool in memcheck racecheck; do
-    echo "=== $tool ===" >>"$OUT/sanitize.log"
-    exclude=""
-    [ "$tool" = racecheck ] && exclude='cuda:sanitize 3xFP16*'
-    timeout "$(budget 75)" compute-sanitizer --tool "$tool" --error-exitcode 9 \
-      "$TESTS" --test-case='cuda:sanitize*' --test-case-exclude="$exclude" \
-      >>"$OUT/sanitize.log" 2>&1 || status[sanitize]=FAIL
-  done
-  stamp "sanitize: ${status[sanitize]}"
 fi
 
 {
