@@ -14,6 +14,7 @@
 #   STREAM_ARGS="--count 2000" STAGES="build stream" scripts/gpu-check.sh
 #   BENCH_ARGS="--workload seedB" scripts/gpu-check.sh
 #   AB=0 scripts/gpu-check.sh                  # everything but the A/B tables
+#   AB=decoders scripts/gpu-check.sh           # the decoders' A/B table only
 # Profiles of single kernels: scripts/gpu-profile.sh.
 #   TEST_CASES='cuda:sanitize*' STAGES="build test bench" BENCH_ARGS="--workload dec_tasnet" \
 #     scripts/gpu-check.sh   # quick iteration: only these doctest cases, no CPU tests
@@ -25,7 +26,7 @@ BUILD=${BUILD:-build-gpu}
 STAGES=${STAGES:-"build test sanitize parity bench stream"}
 STREAM_ARGS=${STREAM_ARGS:-}
 BENCH_ARGS=${BENCH_ARGS:-}
-AB=${AB:-1}  # 0: the main benchmark table only, none of the A/B tables after it
+AB=${AB:-1}  # 0: the main benchmark table only, none of the A/B tables after it; decoders: theirs only
 export PATH=/usr/local/cuda/bin:$PATH
 declare -A status
 start=$(date +%s)
@@ -110,6 +111,27 @@ if has bench && [ -x "$BUILD/apps/bench_cuda/convbank-bench-cuda" ]; then
     tail -5 "$OUT/bench.err"
   fi
   cat "$OUT/bench.err" >>"$OUT/bench.md"; rm -f "$OUT/bench.err"
+  if [ -z "$BENCH_ARGS" ] && { [ "$AB" = 1 ] || [ "$AB" = decoders ]; }; then
+    # Tensor-core decoders: the default against their weight planes staged one load at a time
+    # (log step 130), interleaved, two rounds; with each call's host time and time queued back
+    # to back.
+    dec_shapes="--shape 16,512,1,16383,16,8,0,1,1 --shape 16,512,1,20000,16,8,0,1,1
+      --shape 16,512,2,16383,8,4,0,1,1 --shape 8,256,1,40000,16,8,0,1,1
+      --shape 16,512,1,16383,16,4,0,1,1 --shape 4,128,1,40000,16,8,0,1,1"
+    for round in 1 2; do
+      for v in CONVBANK_AB=default CONVBANK_CUDA_DECODER_BATCHED_PLANES=0; do
+        echo "## decoders, $v, round $round" >>"$OUT/bench.md"
+        # shellcheck disable=SC2086
+        env $v timeout "$(budget 30)" "$BUILD/apps/bench_cuda/convbank-bench-cuda" --no-cudnn \
+          --runs 30 --call-times --op conv-transpose1d $dec_shapes 2>/dev/null | grep -E '^\| custom' \
+          >>"$OUT/bench.md"
+        echo "## decoders (Conv1d 512 -> 1, K 1; 8 x 128 -> 1, K 7), $v, round $round" >>"$OUT/bench.md"
+        env $v timeout "$(budget 20)" "$BUILD/apps/bench_cuda/convbank-bench-cuda" --no-cudnn \
+          --runs 30 --call-times --op conv1d --shape 16,512,1,16384,1,1,0,1,1 --shape 8,128,1,131072,7,1,3,1,1 \
+          2>/dev/null | grep -E '^\| custom' >>"$OUT/bench.md"
+      done
+    done
+  fi
   if [ -z "$BENCH_ARGS" ] && [ "$AB" = 1 ]; then
     # A/B of the dispatcher's choices: the tensor-core kernel wherever it applies, and the FFMA
     # kernels only (JSON for docs/performance.md), on the nine workloads and the off-list shapes.

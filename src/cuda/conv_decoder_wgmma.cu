@@ -101,6 +101,9 @@ struct DecArgs {
   std::int64_t q_first;    // first output block: pad / stride
   std::int64_t row_tiles;  // tiles per (batch, group)
   std::int64_t tiles;      // all tiles
+  // kTma: the weight planes staged with a batch of loads in flight per thread (0: one at a
+  // time; CONVBANK_CUDA_DECODER_BATCHED_PLANES=0 for A/B runs, log step 130).
+  int batched_planes;
 };
 
 // Shared memory of one block: the two weight planes, then P (tile_rows rows) with a row pitch of
@@ -331,11 +334,18 @@ __global__ void __launch_bounds__(128 * kWG + (kTma ? 32 : 0), kTma ? 1 : (kN ==
       consumers_sync();  // the previous group's tiles are done with the planes
       bool ok = true;
       const float* wg = a.w + gr * a.w_g;
-      for (int e = tid; e < plane; e += kThreads) {
+      // Plane entry e (row r, column n = co K + k): whether it holds a weight (not a channel
+      // past the group or a column past out/groups x K), and that weight's offset from wg (which
+      // a flipped Conv1d's w_k = -1 makes negative; int: a group's weights fit the planes in
+      // shared memory, supported()).
+      auto source = [&](int e, int& off) {
         const int r = e / kN, n = e - r * kN, co = n / a.K, k = n - co * a.K;
         const int ci = kTma ? tma_channel(r) : r;
-        const float v =
-            ci < a.cin_g && n < cols ? __ldg(wg + ci * a.w_ci + co * a.w_co + k * a.w_k) : 0.0f;
+        off = ci * static_cast<int>(a.w_ci) + co * static_cast<int>(a.w_co) + k * a.w_k;
+        return ci < a.cin_g && n < cols;
+      };
+      auto put = [&](int e, float v) {
+        const int r = e / kN, n = e - r * kN;
         std::uint32_t hi, lo;
         ok &= split_tf32(v, hi, lo);
         if constexpr (kPair) {
@@ -344,6 +354,34 @@ __global__ void __launch_bounds__(128 * kWG + (kTma ? 32 : 0), kTma ? 1 : (kN ==
         } else {
           smem[plane_offset(r, n, kN)] = __uint_as_float(hi);
           smem[plane + plane_offset(r, n, kN)] = __uint_as_float(lo);
+        }
+      };
+      if (kTma && a.batched_planes) {
+        // kBatch loads of a thread in flight together, then their splits. Loaded one at a time
+        // (ptxas then keeps two in flight) a thread's 16 (wide variant) to 64 entries cost as
+        // many round trips at the kernel's start, which its one block per multiprocessor waits
+        // out with the copies' first stages full. 8 in flight spilled in the wide variant; the
+        // consumers' own loads run 2-3 blocks per multiprocessor, which cover each other.
+        constexpr int kBatch = 4;
+        for (int e0 = tid; e0 < plane; e0 += kBatch * kThreads) {
+          float v[kBatch];
+#pragma unroll
+          for (int i = 0; i < kBatch; ++i) {
+            const int e = e0 + i * kThreads;
+            int off = 0;
+            const bool w = e < plane && source(e, off);
+            v[i] = __ldg(wg + (w ? off : 0));  // wg itself is a weight of the layer
+            if (!w) v[i] = 0.0f;
+          }
+#pragma unroll
+          for (int i = 0; i < kBatch; ++i) {
+            if (e0 + i * kThreads < plane) put(e0 + i * kThreads, v[i]);
+          }
+        }
+      } else {
+        for (int e = tid; e < plane; e += kThreads) {
+          int off = 0;
+          put(e, source(e, off) ? __ldg(wg + off) : 0.0f);
         }
       }
       fence_proxy_async();  // the planes are read by wgmma (the async proxy)
@@ -648,6 +686,7 @@ bool supported(const DecLayer& l) {
 }
 
 std::atomic<bool> g_tma_on{!env_off("CONVBANK_CUDA_DECODER_TMA")};
+const bool g_batched_planes = !env_off("CONVBANK_CUDA_DECODER_BATCHED_PLANES");
 std::atomic<std::uint64_t> g_tma_launches{0};
 
 // The copy-engine-fed variant where the layer's shape allows it: channels per group a multiple
@@ -796,6 +835,7 @@ void launch(DecArgs a, const DecLayer& l, cudaStream_t stream, const char* name,
   a.in_frames = l.in_frames;
   a.out_frames = l.out_frames;
   a.q_first = l.pad / l.stride;
+  a.batched_planes = g_batched_planes ? 1 : 0;
   set_tiles(a, l, kRows);
   if (l.out_frames == 0 || a.tiles == 0) return;
   const int n = padded_cols(l);
