@@ -26,7 +26,8 @@ BUILD=${BUILD:-build-gpu}
 STAGES=${STAGES:-"build test sanitize parity bench stream"}
 STREAM_ARGS=${STREAM_ARGS:-}
 BENCH_ARGS=${BENCH_ARGS:-}
-AB=${AB:-1}  # 0: the main benchmark table only, none of the A/B tables after it; decoders: theirs only
+AB=${AB:-1}  # 0: the main benchmark table only, none of the A/B tables after it; decoders: theirs
+# only (also after a BENCH_ARGS table)
 export PATH=/usr/local/cuda/bin:$PATH
 declare -A status
 start=$(date +%s)
@@ -111,7 +112,7 @@ if has bench && [ -x "$BUILD/apps/bench_cuda/convbank-bench-cuda" ]; then
     tail -5 "$OUT/bench.err"
   fi
   cat "$OUT/bench.err" >>"$OUT/bench.md"; rm -f "$OUT/bench.err"
-  if [ -z "$BENCH_ARGS" ] && { [ "$AB" = 1 ] || [ "$AB" = decoders ]; }; then
+  if { [ -z "$BENCH_ARGS" ] && [ "$AB" = 1 ]; } || [ "$AB" = decoders ]; then
     # Tensor-core decoders: the default against their weight planes staged one load at a time
     # (log step 130), interleaved, two rounds; with each call's host time and time queued back
     # to back.
