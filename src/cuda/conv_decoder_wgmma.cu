@@ -358,10 +358,11 @@ __global__ void __launch_bounds__(128 * kWG + (kTma ? 32 : 0), kTma ? 1 : (kN ==
       };
       if (kTma && a.batched_planes) {
         // kBatch loads of a thread in flight together, then their splits. Loaded one at a time
-        // (ptxas then keeps two in flight) a thread's 16 (wide variant) to 64 entries cost as
-        // many round trips at the kernel's start, which its one block per multiprocessor waits
-        // out with the copies' first stages full. 8 in flight spilled in the wide variant; the
-        // consumers' own loads run 2-3 blocks per multiprocessor, which cover each other.
+        // (the PTX has that loop unrolled by two, each load used at once) a thread's 16 (wide
+        // variant) to 64 entries cost as many round trips at the kernel's start, which its one
+        // block per multiprocessor waits out with the copies' first stages full. 8 in flight
+        // spilled in the wide variant; the consumers' own loads run 2-3 blocks per
+        // multiprocessor, which cover each other.
         constexpr int kBatch = 4;
         for (int e0 = tid; e0 < plane; e0 += kBatch * kThreads) {
           float v[kBatch];
