@@ -114,13 +114,14 @@ if has bench && [ -x "$BUILD/apps/bench_cuda/convbank-bench-cuda" ]; then
   cat "$OUT/bench.err" >>"$OUT/bench.md"; rm -f "$OUT/bench.err"
   if { [ -z "$BENCH_ARGS" ] && [ "$AB" = 1 ]; } || [ "$AB" = decoders ]; then
     # Tensor-core decoders: the default against their weight planes staged one load at a time
-    # (log step 130), interleaved, two rounds; with each call's host time and time queued back
-    # to back.
+    # and against them staged by 4-byte loads instead of 16-byte ones (log step 130),
+    # interleaved, two rounds; with each call's host time and time queued back to back.
     dec_shapes="--shape 16,512,1,16383,16,8,0,1,1 --shape 16,512,1,20000,16,8,0,1,1
       --shape 16,512,2,16383,8,4,0,1,1 --shape 8,256,1,40000,16,8,0,1,1
       --shape 16,512,1,16383,16,4,0,1,1 --shape 4,128,1,40000,16,8,0,1,1"
     for round in 1 2; do
-      for v in CONVBANK_AB=default CONVBANK_CUDA_DECODER_BATCHED_PLANES=0; do
+      for v in CONVBANK_AB=default CONVBANK_CUDA_DECODER_BATCHED_PLANES=0 \
+        CONVBANK_CUDA_DECODER_VECTOR_PLANES=0; do
         echo "## decoders, $v, round $round" >>"$OUT/bench.md"
         # shellcheck disable=SC2086
         env $v timeout "$(budget 30)" "$BUILD/apps/bench_cuda/convbank-bench-cuda" --no-cudnn \

@@ -102,8 +102,11 @@ struct DecArgs {
   std::int64_t row_tiles;  // tiles per (batch, group)
   std::int64_t tiles;      // all tiles
   // kTma: the weight planes staged with a batch of loads in flight per thread (0: one at a
-  // time; CONVBANK_CUDA_DECODER_BATCHED_PLANES=0 for A/B runs, log step 130).
-  int batched_planes;
+  // time; CONVBANK_CUDA_DECODER_BATCHED_PLANES=0 for A/B runs, log step 130), by 16-byte loads
+  // where a plane row's columns are 16-byte aligned runs of the weights (vector_planes:
+  // ConvTranspose1d's layout, out/groups x K a multiple of 4, the weights 16-byte aligned;
+  // CONVBANK_CUDA_DECODER_VECTOR_PLANES=0 for A/B runs).
+  int batched_planes, vector_planes;
 };
 
 // Shared memory of one block: the two weight planes, then P (tile_rows rows) with a row pitch of
@@ -356,7 +359,33 @@ __global__ void __launch_bounds__(128 * kWG + (kTma ? 32 : 0), kTma ? 1 : (kN ==
           smem[plane + plane_offset(r, n, kN)] = __uint_as_float(lo);
         }
       };
-      if (kTma && a.batched_planes) {
+      if (kTma && a.vector_planes) {
+        // A plane row's columns are consecutive weights (ConvTranspose1d's layout), 4 of them
+        // one 16-byte load: a thread's entries of the wide variant in one round trip.
+        constexpr int kBatch = 4;
+        const int quads = plane / 4;
+        for (int q0 = tid; q0 < quads; q0 += kBatch * kThreads) {
+          float4 v[kBatch];
+#pragma unroll
+          for (int i = 0; i < kBatch; ++i) {
+            const int e = 4 * (q0 + i * kThreads), r = e / kN, n = e - r * kN;
+            const int ci = tma_channel(r);
+            const bool w = q0 + i * kThreads < quads && ci < a.cin_g && n < cols;
+            v[i] = __ldg(reinterpret_cast<const float4*>(wg + (w ? ci * a.w_ci + n : 0)));
+            if (!w) v[i] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+          }
+#pragma unroll
+          for (int i = 0; i < kBatch; ++i) {
+            const int e = 4 * (q0 + i * kThreads);
+            if (e < plane) {
+              put(e, v[i].x);
+              put(e + 1, v[i].y);
+              put(e + 2, v[i].z);
+              put(e + 3, v[i].w);
+            }
+          }
+        }
+      } else if (kTma && a.batched_planes) {
         // kBatch loads of a thread in flight together, then their splits. Loaded one at a time
         // (the PTX has that loop unrolled by two, each load used at once) a thread's 16 (wide
         // variant) to 64 entries cost as many round trips at the kernel's start, which its one
@@ -688,6 +717,7 @@ bool supported(const DecLayer& l) {
 
 std::atomic<bool> g_tma_on{!env_off("CONVBANK_CUDA_DECODER_TMA")};
 const bool g_batched_planes = !env_off("CONVBANK_CUDA_DECODER_BATCHED_PLANES");
+const bool g_vector_planes = !env_off("CONVBANK_CUDA_DECODER_VECTOR_PLANES");
 std::atomic<std::uint64_t> g_tma_launches{0};
 
 // The copy-engine-fed variant where the layer's shape allows it: channels per group a multiple
@@ -837,6 +867,11 @@ void launch(DecArgs a, const DecLayer& l, cudaStream_t stream, const char* name,
   a.out_frames = l.out_frames;
   a.q_first = l.pad / l.stride;
   a.batched_planes = g_batched_planes ? 1 : 0;
+  // Plane row r's columns n are weights r w_ci + n: 4 of them one aligned float4.
+  const std::int64_t cols = l.cout_g * l.K;
+  a.vector_planes = g_batched_planes && g_vector_planes && a.w_k == 1 && a.w_co == l.K &&
+                    cols % 4 == 0 && a.w_ci % 4 == 0 && a.w_g % 4 == 0 &&
+                    reinterpret_cast<std::uintptr_t>(a.w) % 16 == 0;
   set_tiles(a, l, kRows);
   if (l.out_frames == 0 || a.tiles == 0) return;
   const int n = padded_cols(l);
