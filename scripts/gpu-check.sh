@@ -114,7 +114,7 @@ if has bench && [ -x "$BUILD/apps/bench_cuda/convbank-bench-cuda" ]; then
   cat "$OUT/bench.err" >>"$OUT/bench.md"; rm -f "$OUT/bench.err"
   if { [ -z "$BENCH_ARGS" ] && [ "$AB" = 1 ]; } || [ "$AB" = decoders ]; then
     # Tensor-core decoders: the default against their weight planes staged one load at a time
-    # and against them staged by 4-byte loads instead of 16-byte ones (log step 130),
+    # (log step 130) and against them staged by 4-byte loads instead of 16-byte ones (131),
     # interleaved, two rounds; with each call's host time and time queued back to back.
     dec_shapes="--shape 16,512,1,16383,16,8,0,1,1 --shape 16,512,1,20000,16,8,0,1,1
       --shape 16,512,2,16383,8,4,0,1,1 --shape 8,256,1,40000,16,8,0,1,1
