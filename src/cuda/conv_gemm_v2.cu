@@ -88,15 +88,15 @@ __device__ __forceinline__ void gemm2_epilogue(const Gemm2Args& a, float (&acc)[
                                                float* smem, int tid, int ty, int tx, std::int64_t b,
                                                std::int64_t g, int row0, std::int64_t col0,
                                                int slice) {
-  constexpr int NT = (BM / TM) * (BN / TN);
   constexpr int AG = TM / 4, BG = TN / 4;
   constexpr int AGS = BM / AG, BGS = BN / BG;
-  constexpr int PASSES = red_passes<BM, BN>();
-  constexpr int RCOLS = BN / PASSES;
-  constexpr int LDR = BM + 4;
-  const int split = Cluster ? a.split : 1;
   if constexpr (Cluster) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    constexpr int NT = (BM / TM) * (BN / TN);
+    constexpr int PASSES = red_passes<BM, BN>();
+    constexpr int RCOLS = BN / PASSES;
+    constexpr int LDR = BM + 4;
+    const int split = a.split;
     namespace cg = cooperative_groups;
     cg::cluster_group cluster = cg::this_cluster();
     const float bias = a.bias != nullptr ? __ldg(a.bias + g) : 0.0f;
